@@ -1,0 +1,81 @@
+"""The resource types the local cluster serves: one registry that routing, discovery and the store share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    singular: str
+    kind: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()  # "status", "log"
+    verbs: tuple[str, ...] = ("create", "delete", "get", "list", "patch", "update", "watch")
+    categories: tuple[str, ...] = field(default=())
+
+    @property
+    def key(self) -> str:
+        """Storage key: versions of one group share their objects."""
+        return f"{self.group}/{self.plural}"
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_resource(self) -> str:
+        """`plural.group`, as kube-apiserver names a resource in messages."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+TRAINER = "trainer.kubeflow.org"
+
+NAMESPACES = Resource("", "v1", "namespaces", "namespace", "Namespace", False, ("ns",), ("status",))
+PODS = Resource("", "v1", "pods", "pod", "Pod", True, ("po",), ("status", "log"))
+EVENTS = Resource("", "v1", "events", "event", "Event", True, ("ev",))
+SECRETS = Resource("", "v1", "secrets", "secret", "Secret", True)
+CONFIGMAPS = Resource("", "v1", "configmaps", "configmap", "ConfigMap", True, ("cm",))
+TRAINJOBS = Resource(TRAINER, "v1alpha1", "trainjobs", "trainjob", "TrainJob", True, (), ("status",))
+TRAINING_RUNTIMES = Resource(TRAINER, "v1alpha1", "trainingruntimes", "trainingruntime", "TrainingRuntime", True)
+CLUSTER_TRAINING_RUNTIMES = Resource(
+    TRAINER, "v1alpha1", "clustertrainingruntimes", "clustertrainingruntime", "ClusterTrainingRuntime", False
+)
+
+ALL: tuple[Resource, ...] = (
+    NAMESPACES,
+    PODS,
+    EVENTS,
+    SECRETS,
+    CONFIGMAPS,
+    TRAINJOBS,
+    TRAINING_RUNTIMES,
+    CLUSTER_TRAINING_RUNTIMES,
+)
+
+_BY_PATH = {(r.group, r.version, r.plural): r for r in ALL}
+_BY_KIND = {(r.group, r.kind): r for r in ALL}
+
+
+def lookup(group: str, version: str, plural: str) -> Resource | None:
+    return _BY_PATH.get((group, version, plural))
+
+
+def for_kind(api_version: str, kind: str) -> Resource | None:
+    """The resource an object with this `apiVersion`/`kind` belongs to."""
+    group = api_version.rpartition("/")[0]
+    return _BY_KIND.get((group, kind))
+
+
+def groups() -> dict[str, list[str]]:
+    """Served API groups and their versions, the core group as ""."""
+    out: dict[str, list[str]] = {}
+    for r in ALL:
+        versions = out.setdefault(r.group, [])
+        if r.version not in versions:
+            versions.append(r.version)
+    return out

@@ -1,0 +1,74 @@
+"""The on-disk layout of one local cluster, all under `$MPIJOB_HOME`.
+
+Two servers with different homes share nothing, so everything a server writes lives here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def default_home() -> Path:
+    """`$MPIJOB_HOME`, else `$XDG_STATE_HOME/mpijob`, else `~/.local/state/mpijob`."""
+    if env := os.environ.get("MPIJOB_HOME"):
+        return Path(env).expanduser().resolve()
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state).expanduser().resolve() / "mpijob"
+
+
+@dataclass(frozen=True)
+class Home:
+    root: Path
+
+    @classmethod
+    def default(cls) -> Home:
+        return cls(default_home())
+
+    def ensure(self) -> Home:
+        for d in (self.root, self.logs, self.jobs, self.tls):
+            d.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o700)
+        os.chmod(self.tls, 0o700)
+        return self
+
+    @property
+    def db(self) -> Path:
+        return self.root / "cluster.db"
+
+    @property
+    def logs(self) -> Path:
+        """Container logs: `logs/<namespace>/<pod>/<container>.log`."""
+        return self.root / "logs"
+
+    @property
+    def jobs(self) -> Path:
+        """Per-TrainJob working directories (keys, hostfile, homes, sshd configs)."""
+        return self.root / "jobs"
+
+    @property
+    def tls(self) -> Path:
+        return self.root / "tls"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    @property
+    def tokens(self) -> Path:
+        """Static bearer tokens, kube-apiserver's `--token-auth-file` format."""
+        return self.root / "tokens.csv"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.root / "server.pid"
+
+    @property
+    def server_log(self) -> Path:
+        return self.root / "server.log"
+
+    @property
+    def state_file(self) -> Path:
+        """JSON written once the server is ready: pid, port, sandbox mode."""
+        return self.root / "server.json"

@@ -1,0 +1,275 @@
+"""Objects in SQLite (WAL) with resourceVersions and a change log that watches replay from.
+
+One global, monotonically increasing resourceVersion: every write appends a row to `changes` and the
+row id is the new version, exactly the contract kube-apiserver gives clients (opaque, ordered).
+The store is used from one asyncio loop; watchers get events through in-process queues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from mpijob.api import errors
+from mpijob.api.resources import Resource
+from mpijob.api.selectors import Requirement, matches
+
+KEEP_CHANGES = 20000  # watch history kept; older resourceVersions answer 410 Expired
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS objects (
+  resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+  rv INTEGER NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (resource, namespace, name)
+);
+CREATE TABLE IF NOT EXISTS changes (
+  rv INTEGER PRIMARY KEY AUTOINCREMENT,
+  resource TEXT NOT NULL, namespace TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL
+);
+"""
+
+Obj = dict[str, Any]
+
+
+def now() -> str:
+    """RFC 3339 with second precision and `Z`, as Kubernetes timestamps are written."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Store:
+    def __init__(self, path: Path) -> None:
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._watchers: set[asyncio.Queue[tuple[int, str, str, str, Obj]]] = set()
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> str:
+        row = self._db.execute("SELECT COALESCE(MAX(rv), 0) FROM changes").fetchone()
+        return str(row[0])
+
+    def try_get(self, res: Resource, namespace: str, name: str) -> Obj | None:
+        row = self._db.execute(
+            "SELECT body FROM objects WHERE resource=? AND namespace=? AND name=?",
+            (res.key, _ns(res, namespace), name),
+        ).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def get(self, res: Resource, namespace: str, name: str) -> Obj:
+        obj = self.try_get(res, namespace, name)
+        if obj is None:
+            raise errors.not_found(res.plural, name, res.group)
+        return obj
+
+    def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        labels: list[Requirement] | None = None,
+        fields: list[Requirement] | None = None,
+    ) -> tuple[list[Obj], str]:
+        """Objects in creation order, filtered; plus the list's resourceVersion."""
+        if namespace and res.namespaced:
+            rows = self._db.execute(
+                "SELECT body FROM objects WHERE resource=? AND namespace=? ORDER BY rowid",
+                (res.key, namespace),
+            )
+        else:
+            rows = self._db.execute("SELECT body FROM objects WHERE resource=? ORDER BY rowid", (res.key,))
+        items = [json.loads(body) for (body,) in rows]
+        items = [o for o in items if matches(o, labels or [], fields or [])]
+        return items, self.resource_version
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def create(self, res: Resource, obj: Obj, namespace: str = "") -> Obj:
+        obj = copy.deepcopy(obj)
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        name = meta.get("name") or ""
+        ns = _ns(res, namespace or meta.get("namespace", ""))
+        if res.namespaced:
+            meta["namespace"] = ns
+        else:
+            meta.pop("namespace", None)
+        if self.try_get(res, ns, name) is not None:
+            raise errors.already_exists(res.plural, name, res.group)
+        obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now()
+        meta["generation"] = 1
+        meta.pop("resourceVersion", None)
+        meta.pop("deletionTimestamp", None)
+        return self._write(res, ns, name, "ADDED", obj, insert=True)
+
+    def update(self, res: Resource, obj: Obj, *, status: bool = False) -> Obj:
+        """Replace an object. `status=True` writes only `.status` (the status subresource);
+        otherwise `.status` is kept as stored. A stale `resourceVersion` is a 409 Conflict."""
+        meta = obj.get("metadata", {})
+        name, ns = meta.get("name", ""), _ns(res, meta.get("namespace", ""))
+        current = self.get(res, ns, name)
+        sent_rv = meta.get("resourceVersion")
+        if sent_rv and sent_rv != current["metadata"]["resourceVersion"]:
+            raise errors.conflict(
+                res.group_resource.split(".")[0], name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+                res.group,
+            )
+        if status:
+            new = copy.deepcopy(current)
+            new["status"] = copy.deepcopy(obj.get("status", {}))
+        else:
+            new = copy.deepcopy(obj)
+            cur_meta = current["metadata"]
+            for key in ("uid", "creationTimestamp", "generation", "namespace", "deletionTimestamp"):
+                if key in cur_meta:
+                    new["metadata"][key] = cur_meta[key]
+                else:
+                    new["metadata"].pop(key, None)
+            if "status" in current:
+                new["status"] = current["status"]
+            else:
+                new.pop("status", None)
+            if new.get("spec") != current.get("spec"):
+                new["metadata"]["generation"] = cur_meta.get("generation", 1) + 1
+        new["apiVersion"], new["kind"] = res.api_version, res.kind
+        if new == current:
+            return current
+        return self._write(res, ns, name, "MODIFIED", new)
+
+    def delete(self, res: Resource, namespace: str, name: str) -> Obj:
+        ns = _ns(res, namespace)
+        obj = self.get(res, ns, name)
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            rv = self._log(res, ns, "DELETED", obj)
+            self._db.execute(
+                "DELETE FROM objects WHERE resource=? AND namespace=? AND name=?", (res.key, ns, name)
+            )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        obj["metadata"]["resourceVersion"] = str(rv)
+        self._notify(rv, res, ns, "DELETED", obj)
+        return obj
+
+    def _write(self, res: Resource, ns: str, name: str, kind: str, obj: Obj, insert: bool = False) -> Obj:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            rv = self._db.execute(
+                "INSERT INTO changes (resource, namespace, type, body) VALUES (?, ?, ?, '')",
+                (res.key, ns, kind),
+            ).lastrowid
+            assert rv is not None
+            obj["metadata"]["resourceVersion"] = str(rv)
+            body = json.dumps(obj, separators=(",", ":"))
+            self._db.execute("UPDATE changes SET body=? WHERE rv=?", (body, rv))
+            if insert:
+                self._db.execute(
+                    "INSERT INTO objects (resource, namespace, name, rv, body) VALUES (?, ?, ?, ?, ?)",
+                    (res.key, ns, name, rv, body),
+                )
+            else:
+                self._db.execute(
+                    "UPDATE objects SET rv=?, body=? WHERE resource=? AND namespace=? AND name=?",
+                    (rv, body, res.key, ns, name),
+                )
+            if rv % 1000 == 0:
+                self._db.execute("DELETE FROM changes WHERE rv <= ?", (rv - KEEP_CHANGES,))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._notify(rv, res, ns, kind, obj)
+        return copy.deepcopy(obj)
+
+    def _log(self, res: Resource, ns: str, kind: str, obj: Obj) -> int:
+        rv = self._db.execute(
+            "INSERT INTO changes (resource, namespace, type, body) VALUES (?, ?, ?, '')", (res.key, ns, kind)
+        ).lastrowid
+        assert rv is not None
+        obj["metadata"]["resourceVersion"] = str(rv)
+        self._db.execute(
+            "UPDATE changes SET body=? WHERE rv=?", (json.dumps(obj, separators=(",", ":")), rv)
+        )
+        return rv
+
+    # -- watch ---------------------------------------------------------------------------------
+
+    def _notify(self, rv: int, res: Resource, ns: str, kind: str, obj: Obj) -> None:
+        for queue in self._watchers:
+            queue.put_nowait((rv, res.key, ns, kind, obj))
+
+    async def watch(
+        self,
+        res: Resource | None,
+        namespace: str | None = None,
+        since: str | None = None,
+        labels: list[Requirement] | None = None,
+        fields: list[Requirement] | None = None,
+    ) -> AsyncIterator[tuple[str, Obj]]:
+        """Yield `(type, object)` for changes newer than `since` (default: now), then live ones.
+
+        `res=None` watches every resource (the controllers' wake-up feed)."""
+        queue: asyncio.Queue[tuple[int, str, str, str, Obj]] = asyncio.Queue()
+        self._watchers.add(queue)
+        try:
+            last = int(since) if since and since != "0" else int(self.resource_version)
+            oldest = self._db.execute("SELECT MIN(rv) FROM changes").fetchone()[0]
+            if oldest is not None and last < oldest - 1:
+                raise errors.gone(f"too old resource version: {last} ({oldest - 1})")
+            for rv, key, ns, kind, body in self._db.execute(
+                "SELECT rv, resource, namespace, type, body FROM changes WHERE rv > ? ORDER BY rv", (last,)
+            ).fetchall():
+                event = self._filter(res, namespace, labels, fields, key, ns, kind, json.loads(body))
+                last = rv
+                if event:
+                    yield event
+            while True:
+                rv, key, ns, kind, obj = await queue.get()
+                if rv <= last:
+                    continue
+                last = rv
+                event = self._filter(res, namespace, labels, fields, key, ns, kind, obj)
+                if event:
+                    yield event
+        finally:
+            self._watchers.discard(queue)
+
+    @staticmethod
+    def _filter(
+        res: Resource | None,
+        namespace: str | None,
+        labels: list[Requirement] | None,
+        fields: list[Requirement] | None,
+        key: str,
+        ns: str,
+        kind: str,
+        obj: Obj,
+    ) -> tuple[str, Obj] | None:
+        if res is not None and key != res.key:
+            return None
+        if namespace and ns != namespace:
+            return None
+        if not matches(obj, labels or [], fields or []):
+            return None
+        return kind, copy.deepcopy(obj)
+
+
+def _ns(res: Resource, namespace: str) -> str:
+    return (namespace or "default") if res.namespaced else ""
