@@ -1,0 +1,234 @@
+"""`meta.k8s.io/v1 Table` renderings: the columns `kubectl get` prints for each kind.
+
+kube-apiserver renders tables server-side (kubectl asks with `Accept: ...;as=Table`), so the column
+choice lives here, pure: the same cells back kubectl, the CLI and the dashboard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from mpijob.api.resources import Resource
+
+Obj = dict[str, Any]
+Column = tuple[str, str, str, int, Callable[[Obj, datetime], Any]]  # name, type, format, priority, cell
+
+_NAME_DESC = "Name must be unique within a namespace."
+_AGE_DESC = "CreationTimestamp is a timestamp representing the server time when this object was created."
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def human_duration(seconds: float) -> str:
+    """kubectl's `HumanDuration`: `5s`, `3m10s`, `3m`, `2h`, `4d`, `2y`..."""
+    s = int(max(seconds, 0))
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rem = s % 60
+        return f"{minutes}m{rem}s" if rem else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        rem = minutes % 60
+        return f"{hours}h{rem}m" if rem else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rem = hours % 24
+        return f"{hours // 24}d{rem}h" if rem else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = hours // 24 % 365
+        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
+    return f"{hours // 24 // 365}y"
+
+
+def age(value: str | None, now: datetime) -> str:
+    t = parse_time(value)
+    return "<unknown>" if t is None else human_duration((now - t).total_seconds())
+
+
+def _name(o: Obj, _: datetime) -> str:
+    return o.get("metadata", {}).get("name", "")
+
+
+def _age(o: Obj, now: datetime) -> str:
+    return age(o.get("metadata", {}).get("creationTimestamp"), now)
+
+
+NAME: Column = ("Name", "string", "name", 0, _name)
+AGE: Column = ("Age", "string", "", 0, _age)
+
+
+def _trainjob_state(o: Obj, _: datetime) -> str:
+    conditions = (o.get("status") or {}).get("conditions") or []
+    return conditions[-1].get("type", "") if conditions else ""
+
+
+def _container_statuses(o: Obj) -> list[Obj]:
+    return (o.get("status") or {}).get("containerStatuses") or []
+
+
+def _pod_ready(o: Obj, _: datetime) -> str:
+    containers = (o.get("spec") or {}).get("containers") or []
+    ready = sum(1 for c in _container_statuses(o) if c.get("ready"))
+    return f"{ready}/{len(containers)}"
+
+
+def _pod_status(o: Obj, _: datetime) -> str:
+    """kubectl's pod STATUS: the reason of a waiting/terminated container beats the phase."""
+    meta, status = o.get("metadata", {}), o.get("status") or {}
+    reason = status.get("reason") or status.get("phase") or "Pending"
+    for c in _container_statuses(o):
+        state = c.get("state") or {}
+        if (state.get("waiting") or {}).get("reason"):
+            reason = state["waiting"]["reason"]
+        elif "terminated" in state:
+            term = state["terminated"] or {}
+            if term.get("reason"):
+                reason = term["reason"]
+            elif term.get("signal"):
+                reason = f"Signal:{term['signal']}"
+            else:
+                reason = f"ExitCode:{term.get('exitCode', 0)}"
+    if meta.get("deletionTimestamp"):
+        reason = "Terminating"
+    return reason
+
+
+def _pod_restarts(o: Obj, _: datetime) -> int:
+    return sum(int(c.get("restartCount") or 0) for c in _container_statuses(o))
+
+
+def _pod_ip(o: Obj, _: datetime) -> str:
+    return (o.get("status") or {}).get("podIP") or "<none>"
+
+
+def _pod_node(o: Obj, _: datetime) -> str:
+    return (o.get("spec") or {}).get("nodeName") or "<none>"
+
+
+def _none(_: Obj, __: datetime) -> str:
+    return "<none>"
+
+
+def _data_count(o: Obj, _: datetime) -> int:
+    return len(o.get("data") or {}) + len(o.get("binaryData") or o.get("stringData") or {})
+
+
+def _secret_type(o: Obj, _: datetime) -> str:
+    return o.get("type") or "Opaque"
+
+
+def _event_last_seen(o: Obj, now: datetime) -> str:
+    last = o.get("lastTimestamp") or o.get("eventTime") or o.get("firstTimestamp")
+    return age(last, now)
+
+
+def _event_object(o: Obj, _: datetime) -> str:
+    inv = o.get("involvedObject") or {}
+    return f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}"
+
+
+def _field(*path: str) -> Callable[[Obj, datetime], Any]:
+    def cell(o: Obj, _: datetime) -> Any:
+        value: Any = o
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        return "" if value is None else value
+
+    return cell
+
+
+def _phase(o: Obj, _: datetime) -> str:
+    return (o.get("status") or {}).get("phase") or "Active"
+
+
+COLUMNS: dict[str, list[Column]] = {
+    "trainjobs": [NAME, ("State", "string", "", 0, _trainjob_state), AGE],
+    "pods": [
+        NAME,
+        ("Ready", "string", "", 0, _pod_ready),
+        ("Status", "string", "", 0, _pod_status),
+        ("Restarts", "string", "", 0, _pod_restarts),
+        AGE,
+        ("IP", "string", "", 1, _pod_ip),
+        ("Node", "string", "", 1, _pod_node),
+        ("Nominated Node", "string", "", 1, _none),
+        ("Readiness Gates", "string", "", 1, _none),
+    ],
+    "secrets": [NAME, ("Type", "string", "", 0, _secret_type), ("Data", "string", "", 0, _data_count), AGE],
+    "configmaps": [NAME, ("Data", "string", "", 0, _data_count), AGE],
+    "namespaces": [NAME, ("Status", "string", "", 0, _phase), AGE],
+    "events": [
+        ("Last Seen", "string", "", 0, _event_last_seen),
+        ("Type", "string", "", 0, _field("type")),
+        ("Reason", "string", "", 0, _field("reason")),
+        ("Object", "string", "", 0, _event_object),
+        ("Message", "string", "", 0, _field("message")),
+        ("Subobject", "string", "", 1, _field("involvedObject", "fieldPath")),
+        ("Source", "string", "", 1, _field("source", "component")),
+        ("First Seen", "string", "", 1, lambda o, now: age(o.get("firstTimestamp"), now)),
+        ("Count", "string", "", 1, _field("count")),
+        ("Name", "string", "name", 1, _name),
+    ],
+}
+
+
+def columns_for(res: Resource) -> list[Column]:
+    """Kinds without a specific layout (runtimes, ...) show Name and Age."""
+    return COLUMNS.get(res.plural, [NAME, AGE])
+
+
+def column_definitions(res: Resource) -> list[Obj]:
+    defs = []
+    for name, typ, fmt, priority, _ in columns_for(res):
+        desc = _NAME_DESC if name == "Name" else _AGE_DESC if name == "Age" else name
+        defs.append({"name": name, "type": typ, "format": fmt, "description": desc, "priority": priority})
+    return defs
+
+
+def row(res: Resource, obj: Obj, now: datetime, include_object: str = "Metadata") -> Obj:
+    cells = [cell(obj, now) for *_, cell in columns_for(res)]
+    return {"cells": cells, "object": row_object(obj, include_object)}
+
+
+def row_object(obj: Obj, include_object: str = "Metadata") -> Obj | None:
+    """`includeObject`: `Object` (whole), `Metadata` (PartialObjectMetadata, kubectl's default), `None`."""
+    if include_object == "Object":
+        return obj
+    if include_object == "None":
+        return None
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}
+
+
+def table(
+    res: Resource,
+    items: list[Obj],
+    resource_version: str,
+    *,
+    include_object: str = "Metadata",
+    now: datetime | None = None,
+) -> Obj:
+    """A `Table` of `items` with this kind's columns; priority > 0 columns show only with `-o wide`."""
+    now = now or datetime.now(timezone.utc)
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version},
+        "columnDefinitions": column_definitions(res),
+        "rows": [row(res, o, now, include_object) for o in items],
+    }

@@ -1,0 +1,208 @@
+"""Admission: every create/update/patch passes `admit` before it is stored.
+
+Returns the defaulted object or raises a 422 `ApiError` with one field-level cause per problem, each
+naming the field, the value and the fix — what kube-apiserver plus Trainer's webhooks would answer.
+Cheap enough for every write: the schema is built once, and a write that leaves spec and metadata
+untouched (a controller's status update) skips the structural pass.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import re
+from typing import Any
+
+from mpijob.api import names as n
+from mpijob.api import runtimes, schema, trainjob
+from mpijob.api.errors import ApiError, Cause, bad_request, invalid
+from mpijob.api.resources import Resource
+from mpijob.api.schema import show
+
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+def warm() -> None:
+    """Build the schemas now (≈1 s) so the first write does not pay for it; call at server start."""
+    for kind in schema.kinds():
+        schema._validator(kind)
+
+
+def admit(res: Resource, obj: dict, old: dict | None = None) -> dict:
+    """The defaulted copy of `obj` if it may be stored as a `res`, else raise ApiError (422 Invalid)."""
+    if not isinstance(obj, dict):
+        raise bad_request(f"the body must be a JSON object (a {res.kind}), got {show(obj)}")
+    kind = obj.get("kind")
+    if kind is not None and kind != res.kind:
+        raise bad_request(f'the kind in the body ("{kind}") does not match the resource "{res.plural}" '
+                          f'(expected "{res.kind}")')
+    api_version = obj.get("apiVersion")
+    if api_version is not None and api_version.rpartition("/")[0] != res.group:
+        raise bad_request(f'the apiVersion in the body ("{api_version}") does not match the resource '
+                          f'"{res.group_resource}" (expected "{res.api_version}")')
+    obj = copy.deepcopy(obj)
+    meta = obj.get("metadata")
+    name = meta.get("name", "") if isinstance(meta, dict) else ""
+    causes = _metadata_causes(res, meta)
+    if res.kind in schema.kinds():
+        unchanged = old is not None and obj.get("spec") == old.get("spec") and meta == old.get("metadata")
+        if not unchanged:
+            causes += schema.structural_causes(res.kind, obj)
+        if not causes:
+            causes += _custom_causes(res, obj, old)
+    elif not causes:
+        causes += _core_causes(res, obj, old)
+    if causes:
+        raise invalid(res.kind, str(name), causes, res.group)
+    return obj
+
+
+def _custom_causes(res: Resource, obj: dict, old: dict | None) -> list[Cause]:
+    if res.kind == "TrainJob":
+        trainjob.default(obj)
+        return trainjob.causes(obj, trainjob.default(copy.deepcopy(old)) if old is not None else None)
+    runtimes.default(obj)
+    return runtimes.causes(obj)
+
+
+def _metadata_causes(res: Resource, meta: Any) -> list[Cause]:
+    if not isinstance(meta, dict):
+        return [Cause("metadata", f"Required value: {res.kind} needs metadata with a name", "FieldValueRequired")]
+    out: list[Cause] = []
+    name = meta.get("name")
+    if not name:
+        out.append(Cause("metadata.name", "Required value: name is required (lower-case letters, digits and '-')",
+                         "FieldValueRequired"))
+    elif not isinstance(name, str):
+        out.append(Cause("metadata.name", f"Invalid value: {show(name)}: must be a string"))
+    elif res.kind != "TrainJob":  # TrainJob's stricter RFC 1035 rule lives with its other rules
+        label = res.kind == "Namespace"
+        limit = 63 if label else 253
+        pattern = n.DNS1123_LABEL if label else n.DNS1123_SUBDOMAIN
+        if len(name) > limit:
+            out.append(Cause("metadata.name", f'Invalid value: "{name}": must be no more than {limit} characters '
+                                              f"(it has {len(name)}); use a shorter name"))
+        elif not pattern.match(name):
+            what = "DNS-1123 label" if label else "DNS-1123 subdomain"
+            out.append(Cause("metadata.name", f'Invalid value: "{name}": must be a {what}: lower-case letters, '
+                                              "digits, '-'" + ("" if label else " and '.'") +
+                                              ", starting and ending with a letter or digit (e.g. 'my-name')"))
+    ns = meta.get("namespace")
+    if res.namespaced and ns and (not isinstance(ns, str) or not n.DNS1123_LABEL.match(ns) or len(ns) > 63):
+        out.append(Cause("metadata.namespace", f"Invalid value: {show(ns)}: must be a DNS-1123 label (e.g. 'default')"))
+    out += _map_causes(meta.get("labels"), "metadata.labels", labels=True)
+    out += _map_causes(meta.get("annotations"), "metadata.annotations", labels=False)
+    return out
+
+
+def _map_causes(value: Any, where: str, labels: bool) -> list[Cause]:
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        return [Cause(where, f"Invalid value: {show(value)}: must be a map of string keys to string values")]
+    out = []
+    for key, val in value.items():
+        if not isinstance(val, str):
+            out.append(Cause(f"{where}.{key}", f'Invalid value: {show(val)}: must be a string; quote it ("{val}")'))
+            continue
+        if not labels:
+            continue
+        prefix, _, base = key.rpartition("/")
+        if (prefix and (len(prefix) > 253 or not n.DNS1123_SUBDOMAIN.match(prefix))) or len(base) > 63 \
+                or not _LABEL_NAME.match(base):
+            out.append(Cause(f"{where}.{key}", f'Invalid value: "{key}": a label key is an optional DNS '
+                                               "prefix and '/' followed by at most 63 letters, digits, '-', '_' "
+                                               "or '.', starting and ending with a letter or digit"))
+        if len(val) > 63 or not _LABEL_VALUE.match(val):
+            out.append(Cause(f"{where}.{key}", f'Invalid value: "{val}": a label value is at most 63 letters, '
+                                               "digits, '-', '_' or '.', starting and ending with a letter or "
+                                               "digit (or empty)"))
+    return out
+
+
+def _core_causes(res: Resource, obj: dict, old: dict | None) -> list[Cause]:
+    if res.kind == "Secret":
+        return _secret_causes(obj, old)
+    if res.kind == "ConfigMap":
+        return _configmap_causes(obj, old)
+    if res.kind == "Pod":
+        return _pod_causes(obj)
+    return []
+
+
+def _data_causes(data: Any, where: str, b64: bool) -> list[Cause]:
+    if data is None:
+        return []
+    if not isinstance(data, dict):
+        return [Cause(where, f"Invalid value: {show(data)}: must be a map of keys to string values")]
+    out = []
+    for key, val in data.items():
+        if not _CONFIG_KEY.match(key) or len(key) > 253:
+            out.append(Cause(f"{where}[{key}]", f'Invalid value: "{key}": a key is letters, digits, "-", "_" or '
+                                                '"." (like a file name)'))
+        if not isinstance(val, str):
+            out.append(Cause(f"{where}[{key}]", f"Invalid value: {show(val)}: must be a string"))
+        elif b64:
+            try:
+                base64.b64decode(val, validate=True)
+            except (binascii.Error, ValueError):
+                out.append(Cause(f"{where}[{key}]", "Invalid value: must be base64-encoded; encode it (or put "
+                                                    "plain text under stringData)"))
+    return out
+
+
+def _immutable_causes(obj: dict, old: dict | None, fields: tuple[str, ...]) -> list[Cause]:
+    if old is None or not old.get("immutable"):
+        return []
+    out = []
+    if not obj.get("immutable"):
+        out.append(Cause("immutable", "Invalid value: field is immutable when `immutable` is set; delete and "
+                                      "re-create the object"))
+    for f in fields:
+        if obj.get(f) != old.get(f):
+            out.append(Cause(f, "Forbidden: field is immutable when `immutable` is set; delete and re-create the "
+                                "object", "FieldValueForbidden"))
+    return out
+
+
+def _secret_causes(obj: dict, old: dict | None) -> list[Cause]:
+    out = _data_causes(obj.get("data"), "data", b64=True) + _data_causes(obj.get("stringData"), "stringData", False)
+    if out:
+        return out
+    # kube-apiserver folds stringData into data on write
+    string_data = obj.pop("stringData", None) or {}
+    if string_data:
+        data = obj.setdefault("data", {})
+        for key, val in string_data.items():
+            data[key] = base64.b64encode(val.encode()).decode()
+    obj.setdefault("type", "Opaque")
+    if old is not None and obj.get("type") != old.get("type", "Opaque"):
+        out.append(Cause("type", f"Invalid value: {show(obj.get('type'))}: field is immutable"))
+    return out + _immutable_causes(obj, old, ("data",))
+
+
+def _configmap_causes(obj: dict, old: dict | None) -> list[Cause]:
+    out = _data_causes(obj.get("data"), "data", b64=False) + _data_causes(obj.get("binaryData"), "binaryData", True)
+    return out + _immutable_causes(obj, old, ("data", "binaryData"))
+
+
+def _pod_causes(obj: dict) -> list[Cause]:
+    containers = (obj.get("spec") or {}).get("containers")
+    if not isinstance(containers, list) or not containers:
+        return [Cause("spec.containers", "Required value: a pod needs at least one container", "FieldValueRequired")]
+    out = []
+    seen: set[str] = set()
+    for i, c in enumerate(containers):
+        name = c.get("name") if isinstance(c, dict) else None
+        if not isinstance(name, str) or not n.DNS1123_LABEL.match(name):
+            out.append(Cause(f"spec.containers[{i}].name", f"Invalid value: {show(name)}: must be a DNS-1123 label"))
+        elif name in seen:
+            out.append(Cause(f"spec.containers[{i}].name", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
+        seen.add(name if isinstance(name, str) else "")
+    return out
+
+
+__all__ = ["admit", "warm", "ApiError"]

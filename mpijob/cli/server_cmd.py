@@ -1,0 +1,95 @@
+"""`mpijob server start|run|stop|status` and `mpijob kubeconfig`: the local cluster's lifecycle."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, is_dataclass
+from typing import Annotated, Any
+
+import typer
+
+from mpijob.cli import output
+from mpijob.cli.exitcodes import Exit
+from mpijob.cli.session import handles_errors
+from mpijob.client.config import local_kubeconfig
+from mpijob.store.home import Home
+
+server_app = typer.Typer(help="Run the local cluster (state in $MPIJOB_HOME).", no_args_is_help=True)
+
+
+def _daemon() -> Any:
+    from mpijob.server import daemon
+
+    return daemon
+
+
+def _info_dict(info: Any) -> dict[str, Any]:
+    data = asdict(info) if is_dataclass(info) else dict(vars(info))
+    return {k: (str(v) if not isinstance(v, (int, float, bool, type(None))) else v) for k, v in data.items()}
+
+
+def _print_info(info: Any) -> None:
+    d = _info_dict(info)
+    for key in ("url", "pid", "kubeconfig", "home", "sandbox_mode", "version"):
+        if key in d:
+            print(f"{key.replace('_', ' ') + ':':<14}{d[key]}")
+
+
+@server_app.command("start")
+@handles_errors
+def start(timeout: Annotated[float, typer.Option(help="Seconds to wait until it is ready.")] = 30) -> None:
+    """Start the local cluster in the background; return once it serves requests."""
+    daemon = _daemon()
+    home = Home.default()
+    if daemon.status(home) is None:
+        output.info(f"starting local cluster in {home.root}…")
+    try:
+        info = daemon.start(home.ensure(), timeout=timeout)
+    except TimeoutError as exc:
+        output.error(exc)
+        raise typer.Exit(int(Exit.TIMEOUT)) from None
+    except RuntimeError as exc:
+        output.error(exc)
+        raise typer.Exit(int(Exit.UNAVAILABLE)) from None
+    _print_info(info)
+
+
+@server_app.command("run")
+def run() -> None:
+    """Run the local cluster in the foreground until interrupted (Ctrl-C / SIGTERM)."""
+    _daemon().run(Home.default().ensure())
+
+
+@server_app.command("stop")
+def stop(timeout: Annotated[float, typer.Option(help="Seconds before SIGKILL.")] = 30) -> None:
+    """Stop the local cluster (jobs keep their records and logs; running ones are ended)."""
+    home = Home.default()
+    if _daemon().stop(home, timeout=timeout):
+        output.info(f"local cluster in {home.root} stopped")
+    else:
+        output.info(f"local cluster in {home.root} is not running")
+
+
+@server_app.command("status")
+def status(
+    output_format: Annotated[str, typer.Option("--output", "-o", help="`json` for machines.")] = "",
+) -> None:
+    """Print url, pid, kubeconfig, home, sandbox mode and version; exit 7 when not running."""
+    home = Home.default()
+    info = _daemon().status(home)
+    if info is None:
+        output.info(f"local cluster in {home.root} is not running (start it: mpijob server start)")
+        raise typer.Exit(int(Exit.UNAVAILABLE))
+    if output_format == "json":
+        print(json.dumps(_info_dict(info), indent=2))
+    else:
+        _print_info(info)
+
+
+@handles_errors
+def kubeconfig() -> None:
+    """Print the local cluster's kubeconfig path (starting the cluster if needed).
+
+    Use it with kubectl: kubectl --kubeconfig "$(mpijob kubeconfig)" get trainjobs
+    """
+    print(local_kubeconfig(start=True))

@@ -1,0 +1,37 @@
+"""Loopback addresses for pods: each pod gets its own 127.x.y.z, so every node's sshd listens on
+port 2222 as in Trainer's pods, and two servers (two homes) draw from different /16s."""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+
+
+class AddressPool:
+    def __init__(self, cluster_id: str) -> None:
+        self._second = 1 + int(hashlib.sha256(cluster_id.encode()).hexdigest(), 16) % 254
+        self._next = 0
+        self._used: set[str] = set()
+
+    def take(self, port: int) -> str:
+        """A free address whose `port` nobody listens on."""
+        for _ in range(254 * 254):
+            n, self._next = self._next, (self._next + 1) % (254 * 254)
+            ip = f"127.{self._second}.{1 + n // 254}.{1 + n % 254}"
+            if ip not in self._used and _free(ip, port):
+                self._used.add(ip)
+                return ip
+        raise RuntimeError("no free loopback address left for a pod")
+
+    def release(self, ips: list[str]) -> None:
+        self._used.difference_update(ips)
+
+
+def _free(ip: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((ip, port))
+        except OSError:
+            return False
+    return True

@@ -1,0 +1,39 @@
+"""Kubernetes Events: every transition the controllers make is recorded where `describe` finds it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from mpijob.api.resources import EVENTS
+from mpijob.store.objects import Store, now
+
+COMPONENT = "mpijob-controller"
+
+
+def record(store: Store, obj: dict[str, Any], reason: str, message: str, warning: bool = False) -> None:
+    meta = obj["metadata"]
+    ts = now()
+    store.create(
+        EVENTS,
+        {
+            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": meta.get("namespace", "default")},
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", ""),
+                "kind": obj.get("kind", ""),
+                "name": meta["name"],
+                "namespace": meta.get("namespace", "default"),
+                "uid": meta.get("uid", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            },
+            "reason": reason,
+            "message": message,
+            "type": "Warning" if warning else "Normal",
+            "firstTimestamp": ts,
+            "lastTimestamp": ts,
+            "eventTime": None,
+            "count": 1,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+        },
+    )

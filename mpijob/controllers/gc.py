@@ -1,0 +1,84 @@
+"""Garbage collection: ownerReference cascade, job directories, and processes a dead server left."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from mpijob.api.resources import CONFIGMAPS, PODS, SECRETS, TRAINJOBS
+from mpijob.store.home import Home
+from mpijob.store.logs import LogStore
+from mpijob.store.objects import Store
+
+OWNED = (PODS, SECRETS, CONFIGMAPS)
+
+
+def cascade(store: Store, logs: LogStore, owner_uid: str) -> int:
+    """Delete everything whose ownerReferences name `owner_uid`; pods take their logs along."""
+    deleted = 0
+    for res in OWNED:
+        items, _ = store.list(res)
+        for obj in items:
+            if any(ref.get("uid") == owner_uid for ref in obj["metadata"].get("ownerReferences") or []):
+                meta = obj["metadata"]
+                store.delete(res, meta["namespace"], meta["name"])
+                if res is PODS:
+                    logs.remove(meta["namespace"], meta["name"])
+                deleted += 1
+    return deleted
+
+
+def sweep_orphans(store: Store, logs: LogStore, home: Home) -> None:
+    """After a restart: finish cascades that a dead server did not, and drop their job directories."""
+    jobs, _ = store.list(TRAINJOBS)
+    live = {j["metadata"]["uid"] for j in jobs}
+    for res in OWNED:
+        items, _ = store.list(res)
+        for obj in items:
+            refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("kind") == "TrainJob"]
+            if refs and not any(r.get("uid") in live for r in refs):
+                cascade(store, logs, refs[0]["uid"])
+    prefixes = {f"{j['metadata']['namespace']}_{j['metadata']['name']}_{j['metadata']['uid'][:8]}" for j in jobs}
+    if home.jobs.is_dir():
+        for d in home.jobs.iterdir():
+            if d.name not in prefixes:
+                remove_tree(d)
+
+
+def remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def kill_leftovers(cluster_id: str) -> int:
+    """SIGKILL every process tagged with this cluster's marker (a previous server's pods).
+
+    Needed in the process sandbox mode, where nothing else ties a pod's processes to the server;
+    in the namespace mode the kernel already killed them with the server (pdeathsig → PID 1)."""
+    marker = f"MPIJOB_CLUSTER={cluster_id}".encode()
+    me = os.getpid()
+    killed = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            env = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker in env.split(b"\0"):
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+    return killed
+
+
+def owner_uid(obj: dict[str, Any]) -> str | None:
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if ref.get("kind") == "TrainJob":
+            return ref.get("uid")
+    return None

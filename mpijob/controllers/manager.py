@@ -1,0 +1,118 @@
+"""Runs the controllers inside the server: one watch over the store wakes them; restart recovery first.
+
+Restart policy (chosen and documented): a job whose pods had started when the control plane died is
+not re-adopted. Its processes died with the server (namespace mode) or are killed now (process mode,
+by marker), its running pods become `Failed`, and the TrainJob gets `Failed` with reason
+`ControlPlaneRestarted`. Jobs that had not started yet simply start. Nothing is left running or lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from typing import Any
+
+from mpijob.api.resources import PODS, TRAINJOBS
+from mpijob.controllers import conditions as cond
+from mpijob.controllers import gc
+from mpijob.controllers import pods as kubelet
+from mpijob.controllers.runner import Outcome
+from mpijob.controllers.sandbox import detect_mode
+from mpijob.controllers.trainjob import TrainJobController, job_pods
+from mpijob.store.home import Home
+from mpijob.store.logs import LogStore
+from mpijob.store.objects import Store
+
+log = logging.getLogger(__name__)
+RESTARTED = "ControlPlaneRestarted"
+
+
+class Manager:
+    def __init__(self, store: Store, logs: LogStore, home: Home) -> None:
+        self.store, self.logs, self.home = store, logs, home
+        self.sandbox_mode = detect_mode()
+        self.cluster_id = hashlib.sha256(str(home.root).encode()).hexdigest()[:16]
+        self.trainjobs = TrainJobController(store, logs, home, self.sandbox_mode, self.cluster_id)
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        killed = gc.kill_leftovers(self.cluster_id)
+        if killed:
+            log.warning("killed %d processes left by a previous server", killed)
+        self._recover()
+        gc.sweep_orphans(self.store, self.logs, self.home)
+        ready = asyncio.Event()
+        self._task = asyncio.create_task(self._loop(ready))
+        await ready.wait()
+        for tj in self.store.list(TRAINJOBS)[0]:
+            self._reconcile(tj)
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await asyncio.gather(*(
+            self.trainjobs.stop(uid, "the local cluster was stopped while the job was running")
+            for uid in list(self.trainjobs.runners)
+        ))
+
+    def _recover(self) -> None:
+        for tj in self.store.list(TRAINJOBS)[0]:
+            if cond.finished(tj):
+                continue
+            meta = tj["metadata"]
+            pods = job_pods(self.store, meta["namespace"], meta["name"])
+            if not any(p.get("status", {}).get("startTime") for p in pods):
+                continue  # never started: it starts normally
+            message = ("the local cluster's control plane restarted while the job was running; "
+                       "its processes were stopped and it is not re-adopted")
+            for p in pods:
+                if p.get("status", {}).get("phase") in ("Pending", "Running"):
+                    kubelet.set_terminated(self.store, meta["namespace"], p["metadata"]["name"],
+                                           kubelet.Exit(137, 9), RESTARTED, message)
+            self.trainjobs.finish(self.store.get(TRAINJOBS, meta["namespace"], meta["name"]),
+                                   Outcome(False, RESTARTED, message))
+
+    async def _loop(self, ready: asyncio.Event) -> None:
+        stream = self.store.watch(None)
+        ready.set()
+        async for kind, obj in stream:
+            try:
+                await self._dispatch(kind, obj)
+            except Exception:
+                log.exception("controller error on %s %s", kind, obj.get("metadata", {}).get("name"))
+
+    async def _dispatch(self, kind: str, obj: dict[str, Any]) -> None:
+        if obj.get("kind") == "TrainJob":
+            if kind == "DELETED":
+                uid = obj["metadata"]["uid"]
+                await self.trainjobs.stop(uid, "the TrainJob was deleted")
+                gc.cascade(self.store, self.logs, uid)
+                gc.remove_tree(self.trainjobs.files(obj).root)
+            else:
+                self._reconcile(obj)
+        elif obj.get("kind") == "Pod":
+            if kind == "DELETED":
+                self._pod_deleted(obj)
+            else:
+                self.trainjobs.pod_changed(obj)
+
+    def _reconcile(self, tj: dict[str, Any]) -> None:
+        try:
+            self.trainjobs.reconcile(tj)
+        except Exception as e:
+            log.exception("reconcile of %s failed", tj["metadata"]["name"])
+            current = self.store.try_get(TRAINJOBS, tj["metadata"]["namespace"], tj["metadata"]["name"])
+            if current is not None and not cond.finished(current):
+                self.trainjobs.finish(current, Outcome(False, "FailedJobs", f"the local cluster could not start the job: {e}"))
+
+    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+        """A running pod deleted by hand dies like a node lost on a cluster: the job fails."""
+        uid = gc.owner_uid(pod)
+        entry = self.trainjobs.runners.get(uid or "")
+        if entry:
+            proc = entry[0].procs.get(pod["metadata"]["name"])
+            if proc:
+                proc.kill()
+        self.logs.remove(pod["metadata"]["namespace"], pod["metadata"]["name"])

@@ -1,0 +1,163 @@
+"""The kubelet's part: one pod = one process tree, its output in the log store, its status in the store."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+from mpijob.api.resources import PODS
+from mpijob.store.logs import LogStore
+from mpijob.store.objects import Store, now
+
+CONTAINER = "node"
+
+
+@dataclass
+class Exit:
+    code: int  # exit code, or 128 + signal like a container runtime reports it
+    signal: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0
+
+    def describe(self) -> str:
+        if self.signal:
+            return f"signal {self.signal} ({signal.Signals(self.signal).name})"
+        return f"code {self.code}"
+
+
+@dataclass
+class PodProcess:
+    """A running pod. `wait()` returns its `Exit`; `kill()` ends its whole process tree."""
+
+    namespace: str
+    name: str
+    proc: asyncio.subprocess.Process
+    pumps: list[asyncio.Task[None]] = field(default_factory=list)
+    killed_by_us: bool = False
+
+    async def wait(self) -> Exit:
+        rc = await self.proc.wait()
+        await asyncio.gather(*self.pumps, return_exceptions=True)
+        if rc < 0:
+            return Exit(128 - rc, -rc)
+        return Exit(rc)
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Signal the pod's process group; in namespace mode its init takes the namespace with it."""
+        self.killed_by_us = True
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+async def spawn(
+    logs: LogStore, namespace: str, name: str, argv: list[str], env: dict[str, str], cwd: str | None = None
+) -> PodProcess:
+    """Start a pod in its own session; stdout and stderr go, stamped, to its container log."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    writer = logs.writer(namespace, name, CONTAINER)
+
+    async def pump(stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            writer.write(chunk)
+
+    pod = PodProcess(namespace, name, proc)
+    assert proc.stdout and proc.stderr
+    pod.pumps = [asyncio.create_task(pump(proc.stdout)), asyncio.create_task(pump(proc.stderr))]
+
+    async def close_when_done() -> None:
+        await asyncio.gather(*pod.pumps, return_exceptions=True)
+        writer.close()
+
+    pod.pumps.append(asyncio.create_task(close_when_done()))
+    return pod
+
+
+# -- status, written as a kubelet reports it -------------------------------------------------------
+
+
+def _container_status(pod: dict[str, Any], state: dict[str, Any], ready: bool) -> dict[str, Any]:
+    container = pod["spec"]["containers"][0]
+    return {
+        "name": container["name"],
+        "image": container.get("image", ""),
+        "imageID": "",
+        "ready": ready,
+        "restartCount": 0,
+        "started": "running" in state,
+        "state": state,
+    }
+
+
+def _conditions(ready: bool, ts: str) -> list[dict[str, Any]]:
+    status = "True" if ready else "False"
+    return [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": ts},
+        {"type": "Initialized", "status": "True", "lastTransitionTime": ts},
+        {"type": "ContainersReady", "status": status, "lastTransitionTime": ts},
+        {"type": "Ready", "status": status, "lastTransitionTime": ts},
+    ]
+
+
+def set_running(store: Store, namespace: str, name: str, ip: str, ready: bool = False) -> dict[str, Any] | None:
+    pod = store.try_get(PODS, namespace, name)
+    if pod is None:
+        return None
+    status = pod.setdefault("status", {})
+    ts = now()
+    started = status.get("startTime") or ts
+    status.update(
+        phase="Running",
+        podIP=ip,
+        podIPs=[{"ip": ip}],
+        hostIP="127.0.0.1",
+        startTime=started,
+        conditions=_conditions(ready, ts),
+        containerStatuses=[_container_status(pod, {"running": {"startedAt": started}}, ready)],
+    )
+    return store.update(PODS, pod, status=True)
+
+
+def set_terminated(
+    store: Store, namespace: str, name: str, exit: Exit, reason: str | None = None, message: str = ""
+) -> dict[str, Any] | None:
+    """Terminal phase: `Succeeded` only for exit 0; reason `Completed`, `Error` or `OOMKilled`."""
+    pod = store.try_get(PODS, namespace, name)
+    if pod is None:
+        return None
+    status = pod.setdefault("status", {})
+    ts = now()
+    terminated: dict[str, Any] = {
+        "exitCode": exit.code,
+        "reason": reason or ("Completed" if exit.ok else "Error"),
+        "startedAt": status.get("startTime") or ts,
+        "finishedAt": ts,
+    }
+    if exit.signal:
+        terminated["signal"] = exit.signal
+    if message:
+        terminated["message"] = message
+    status.update(
+        phase="Succeeded" if exit.ok else "Failed",
+        conditions=_conditions(False, ts),
+        containerStatuses=[_container_status(pod, {"terminated": terminated}, False)],
+    )
+    if message:
+        status["message"] = message
+    if reason and not exit.ok:
+        status["reason"] = reason
+    return store.update(PODS, pod, status=True)

@@ -1,0 +1,235 @@
+"""Runs one admitted TrainJob: nodes up, every node accepting the job key, then the launcher; the first
+failure anywhere ends the whole job and every process of it."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+from dataclasses import dataclass
+
+from mpijob.api.plan import PodPlan, RunPlan
+from mpijob.controllers import pods as kubelet
+from mpijob.controllers.sandbox import LOOPBACK_MCA, NAMESPACE, PROCESS, SSH_PORT, JobFiles, User, job_user, pod_path
+from mpijob.store.logs import LogStore
+from mpijob.store.objects import Store
+
+READY_TIMEOUT = 60.0  # seconds for every node to accept the job key
+PROBE_INTERVAL = 0.01
+STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL when tearing a job down
+
+
+@dataclass
+class Outcome:
+    succeeded: bool
+    reason: str  # TrainJob condition reason
+    message: str
+
+
+class JobRunner:
+    def __init__(
+        self, store: Store, logs: LogStore, files: JobFiles, plan: RunPlan, ips: dict[str, str], cluster_id: str
+    ) -> None:
+        self.store, self.logs, self.files, self.plan, self.ips = store, logs, files, plan, ips
+        self.cluster_id = cluster_id
+        self.mode = files.mode
+        self.procs: dict[str, kubelet.PodProcess] = {}
+        self.exits: dict[str, kubelet.Exit] = {}
+        self._stopping: str | None = None
+
+    # -- environment ---------------------------------------------------------------------------
+
+    def _marker(self, pod: PodPlan) -> dict[str, str]:
+        """Tags every process of the pod so a restarted server can find leftovers."""
+        return {"MPIJOB_CLUSTER": self.cluster_id, "MPIJOB_POD": f"{self.plan.namespace}/{pod.name}"}
+
+    def _session_env(self, user: User) -> dict[str, str]:
+        """What sshd gives every remote session (ranks, orted): trainer.env reaches every rank."""
+        env = {"PATH": pod_path(), **LOOPBACK_MCA, "MPIJOB_CLUSTER": self.cluster_id}
+        if self.mode == PROCESS:
+            env["HOME"] = user.home
+        if user.uid == 0:
+            env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+        for e in self.plan.user_env:
+            if "value" in e:
+                env[e["name"]] = str(e["value"])
+        return env
+
+    def _container_env(self, pod: PodPlan, user: User, home: str) -> dict[str, str]:
+        env = {
+            "PATH": pod_path(),
+            "HOME": home,
+            "USER": user.name,
+            "LOGNAME": user.name,
+            "HOSTNAME": pod.hostname,
+            **LOOPBACK_MCA,
+            **self._marker(pod),
+        }
+        if user.uid == 0:
+            env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+        for e in pod.env:
+            if "value" in e:
+                env[e["name"]] = str(e["value"])
+        if self.mode == PROCESS and pod.is_launcher:
+            hostfile = str(self.files.hostfile)
+            agent = f"ssh -F {self.files.ssh_config}"
+            env |= {
+                "OMPI_MCA_orte_default_hostfile": hostfile,
+                "PRTE_MCA_prte_default_hostfile": hostfile,
+                "OMPI_MCA_plm_rsh_agent": agent,
+                "PRTE_MCA_plm_ssh_agent": agent,
+                "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
+                "PRTE_MCA_plm_ssh_no_tree_spawn": "1",
+            }
+        return env
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def _start(self, pod: PodPlan, user: User, sshd_only: bool = False) -> None:
+        """Start a pod; `sshd_only` starts just the sshd of a process-mode launcher host."""
+        session_env = self._session_env(user)
+        pod_dir = self.files.write_pod(self.plan, pod, self.ips, user, session_env)
+        home = user.home if self.mode == NAMESPACE else str(pod_dir / "home")
+        base_env = {"PATH": pod_path(), **self._marker(pod)}
+        if sshd_only:
+            self.procs[pod.name + "/sshd"] = await kubelet.spawn(
+                self.logs, self.plan.namespace, pod.name + "-sshd", self.files.sshd_argv(pod), base_env
+            )
+            return
+        env = self._container_env(pod, user, home)
+        argv = self.files.argv(self.plan, pod, user, [*pod.command, *pod.args], env)
+        cwd = None if self.mode == NAMESPACE else home
+        self.procs[pod.name] = await kubelet.spawn(self.logs, self.plan.namespace, pod.name, argv, base_env, cwd)
+        kubelet.set_running(self.store, self.plan.namespace, pod.name, self.ips[pod.hostname])
+
+    async def _ready(self, pod: PodPlan, user: User, key: str) -> None:
+        """Wait until the pod's sshd accepts the job key (a real `ssh … true`)."""
+        ip = self.ips[pod.hostname]
+        proc = self.procs[key]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + READY_TIMEOUT
+        while True:
+            if proc.proc.returncode is not None:
+                raise NodeFailed(pod, await proc.wait(), "exited before it was ready")
+            if loop.time() > deadline:
+                raise NodeFailed(pod, None, f"did not accept the job key within {READY_TIMEOUT:.0f}s")
+            if await _port_open(ip, SSH_PORT):
+                probe = await asyncio.create_subprocess_exec(
+                    *self.files.ssh_probe(self.plan, pod, ip, user),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.DEVNULL,
+                )
+                if await probe.wait() == 0:
+                    if key == pod.name:
+                        kubelet.set_running(self.store, self.plan.namespace, pod.name, ip, ready=True)
+                    return
+            await asyncio.sleep(PROBE_INTERVAL)
+
+    async def run(self) -> Outcome:
+        """Nodes first, the launcher once every node accepts the job key; then supervise."""
+        plan = self.plan
+        nodes = [p for p in plan.pods if not p.is_launcher]
+        launcher = next(p for p in plan.pods if p.is_launcher)
+        users = {p.name: job_user(plan, p, self.mode) for p in plan.pods}
+        try:
+            await asyncio.gather(*(self._start(p, users[p.name]) for p in nodes))
+            waits = [self._ready(p, users[p.name], p.name) for p in nodes if self.files.runs_sshd(plan, p)]
+            if self.files.runs_sshd(plan, launcher):
+                await self._start(launcher, users[launcher.name], sshd_only=True)
+                waits.append(self._ready(launcher, users[launcher.name], launcher.name + "/sshd"))
+            await asyncio.gather(*waits)
+            await self._start(launcher, users[launcher.name])
+            outcome = await self._supervise()
+        except NodeFailed as failure:
+            outcome = Outcome(False, "FailedJobs", failure.message())
+        if self._stopping:
+            outcome = Outcome(False, "ControlPlaneRestarted", self._stopping)
+        await self.teardown(outcome)
+        return outcome
+
+    async def _supervise(self) -> Outcome:
+        waits = {asyncio.ensure_future(self.procs[name].wait()): name for name in self.procs}
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        first = next(iter(done))
+        name = waits[first].split("/")[0]
+        result = first.result()
+        self.exits[waits[first]] = result
+        for w in waits:
+            if w not in done:
+                w.cancel()
+        pod = next(p for p in self.plan.pods if p.name == name)
+        if pod.is_launcher and waits[first] == pod.name:
+            if result.ok:
+                return Outcome(True, "AllJobsCompleted", "jobset completed successfully")
+            detail = _rank_failure(self.logs.read(self.plan.namespace, pod.name, kubelet.CONTAINER, tail_lines=60))
+            msg = f"launcher pod {pod.name} exited with {result.describe()}"
+            return Outcome(False, "FailedJobs", f"{detail}; {msg}" if detail else msg)
+        return Outcome(False, "FailedJobs", f"node pod {pod.name} ({pod.host}) exited with {result.describe()} "
+                       "while the job was running")
+
+    async def teardown(self, outcome: Outcome) -> None:
+        """Stop what still runs, SIGTERM then SIGKILL, and write every pod's final status."""
+        live = {n: p for n, p in self.procs.items() if p.proc.returncode is None}
+        for p in live.values():
+            p.kill(signal.SIGTERM)
+        if live:
+            await asyncio.wait([asyncio.ensure_future(p.proc.wait()) for p in live.values()],
+                                            timeout=STOP_GRACE)
+            for p in live.values():
+                if p.proc.returncode is None:
+                    p.kill(signal.SIGKILL)
+            await asyncio.gather(*(p.proc.wait() for p in live.values()))
+        for key, proc in self.procs.items():
+            if "/" in key:
+                continue
+            exit = self.exits.get(key) or await proc.wait()
+            if key in live and outcome.succeeded:
+                # Nodes are shut down once the launcher is done, as JobSet does.
+                kubelet.set_terminated(self.store, self.plan.namespace, key, kubelet.Exit(0), "Completed",
+                                       "stopped after the TrainJob completed")
+            elif key in live:
+                kubelet.set_terminated(self.store, self.plan.namespace, key, exit, "ControlPlaneRestarted" if self._stopping else None,
+                                       f"stopped because the TrainJob failed: {outcome.message}")
+            else:
+                kubelet.set_terminated(self.store, self.plan.namespace, key, exit)
+
+    def stop(self, message: str) -> None:
+        """Abort (server shutdown or job deletion): the supervise loop returns, teardown follows."""
+        self._stopping = message
+        for p in self.procs.values():
+            p.kill(signal.SIGTERM)
+
+
+class NodeFailed(Exception):
+    def __init__(self, pod: PodPlan, exit: kubelet.Exit | None, what: str) -> None:
+        super().__init__(what)
+        self.pod, self.exit, self.what = pod, exit, what
+
+    def message(self) -> str:
+        how = f" ({self.exit.describe()})" if self.exit else ""
+        return f"node pod {self.pod.name} ({self.pod.host}) {self.what}{how}"
+
+
+async def _port_open(ip: str, port: int) -> bool:
+    try:
+        _, writer = await asyncio.open_connection(ip, port)
+    except OSError:
+        return False
+    writer.close()
+    return True
+
+
+_EXIT_CODE = re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]\s*Exit code:\s*(\d+)", re.S)
+_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+) \(([^)]*)\)")
+_NODE = re.compile(r"Local host:\s*(\S+)")
+
+
+def _rank_failure(tail: bytes) -> str:
+    """Name the failed rank from mpirun's own report, when it gave one (Open MPI 4 wording)."""
+    text = tail.decode(errors="replace")
+    if m := _SIGNAL.search(text):
+        return f"rank {m.group(1)} on {m.group(2)} exited on signal {m.group(3)} ({m.group(4)})"
+    if m := _EXIT_CODE.search(text):
+        return f"rank {m.group(1)} exited with code {m.group(2)}"
+    return ""

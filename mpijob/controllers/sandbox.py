@@ -1,0 +1,267 @@
+"""A pod's sandbox: the files it sees and the command line that starts it.
+
+Two modes, chosen once per server (`mpijob server status` shows which):
+
+* `namespace` (root, and `unshare` works): each pod is a private mount + PID + UTS namespace. Inside it
+  the pod sees its own `/etc/hosts` (Trainer's host names → the job's loopback addresses), `/etc/passwd`
+  with the job user, `/etc/ssh/ssh_config`, `/etc/mpi/hostfile` (launcher), the job key at
+  `sshAuthMountPath` and a private writable home, then drops to `runAsUser`. PID 1 of the namespace is
+  the pod; killing it (or the server dying: `--pdeathsig`/`--kill-child`) takes every process of the pod
+  with it, including ranks and `orted`s started through its sshd.
+* `process` (unprivileged fallback): plain process groups running as the server's user. Files stay in
+  the job directory; Open MPI is pointed at them through its environment (the hostfile variable, an
+  `ssh -F` agent), and the launcher runs an sshd too when it is a host. Programs that hard-code
+  `/etc/mpi/hostfile` need the namespace mode.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from mpijob.api.plan import PodPlan, RunPlan
+
+NAMESPACE, PROCESS = "namespace", "process"
+SSH_PORT = 2222
+SSHD = shutil.which("sshd", path="/usr/sbin:/usr/bin:/sbin:/bin") or "/usr/sbin/sshd"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Local-cluster additions to every pod's environment: MPI traffic stays on loopback.
+LOOPBACK_MCA = {
+    "OMPI_MCA_btl_tcp_if_include": "lo",
+    "OMPI_MCA_oob_tcp_if_include": "lo",
+    "PRTE_MCA_oob_tcp_if_include": "lo",
+}
+
+
+def detect_mode() -> str:
+    """`$MPIJOB_SANDBOX` if set, else `namespace` when we are root and unshare works."""
+    forced = os.environ.get("MPIJOB_SANDBOX")
+    if forced in (NAMESPACE, PROCESS):
+        return forced
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return PROCESS
+    probe = subprocess.run(
+        ["unshare", "--mount", "--pid", "--uts", "--fork", "--propagation", "private", "true"],
+        capture_output=True,
+    )
+    return NAMESPACE if probe.returncode == 0 else PROCESS
+
+
+def pod_path() -> str:
+    """Pods find the server's own Python environment first (the local 'image' is this machine)."""
+    return f"{Path(sys.executable).parent}:{SYSTEM_PATH}"
+
+
+@dataclass(frozen=True)
+class User:
+    uid: int
+    gid: int
+    name: str
+    home: str
+
+
+def job_user(plan: RunPlan, pod: PodPlan, mode: str) -> User:
+    """Who the pod runs as. Namespace mode honours runAsUser (never root unless asked); the process
+    mode runs everything as the server's own user."""
+    if mode == PROCESS:
+        pw = pwd.getpwuid(os.geteuid())
+        return User(pw.pw_uid, pw.pw_gid, pw.pw_name, pw.pw_dir)
+    uid = pod.run_as_user if pod.run_as_user is not None else 0
+    gid = pod.run_as_group if pod.run_as_group is not None else uid
+    if uid == 0:
+        return User(0, gid, "root", "/root")
+    mount = plan.ssh_auth_mount_path.rstrip("/")
+    home = str(Path(mount).parent) if mount.startswith("/home/") and mount.endswith("/.ssh") else "/home/mpiuser"
+    return User(uid, gid, Path(home).name, home)
+
+
+class JobFiles:
+    """The job directory: keys, hostfile, per-pod homes and configs. Mode 0700, keys 0600."""
+
+    def __init__(self, root: Path, mode: str) -> None:
+        self.root, self.mode = root, mode
+
+    @property
+    def keys(self) -> Path:
+        return self.root / "ssh"
+
+    @property
+    def hostfile(self) -> Path:
+        return self.root / "mpi" / "hostfile"
+
+    @property
+    def ssh_config(self) -> Path:
+        return self.root / "ssh_config"
+
+    @property
+    def host_key(self) -> Path:
+        return self.root / "ssh_host_ed25519_key"
+
+    def pod_dir(self, pod: PodPlan) -> Path:
+        return self.root / "pods" / pod.hostname
+
+    def write(self, plan: RunPlan, private_pem: str, public_line: str, ips: dict[str, str], user: User) -> None:
+        """Write everything the job's pods need; idempotent."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o700)
+        self.keys.mkdir(exist_ok=True)
+        _write(self.keys / "id_rsa", private_pem, 0o600)
+        _write(self.keys / "id_rsa.pub", public_line + "\n", 0o644)
+        _write(self.keys / "authorized_keys", public_line + "\n", 0o600)
+        self.hostfile.parent.mkdir(exist_ok=True)
+        _write(self.hostfile, plan.hostfile, 0o444)
+        if not self.host_key.exists():
+            subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{plan.job}-host", "-f", str(self.host_key)],
+                check=True, capture_output=True,
+            )
+        _write(self.ssh_config, self._ssh_config(plan, ips), 0o644)
+        for path in (self.keys, *self.keys.iterdir(), self.hostfile.parent):
+            os.chown(path, user.uid, user.gid)
+
+    def _ssh_config(self, plan: RunPlan, ips: dict[str, str]) -> str:
+        lines = []
+        if self.mode == PROCESS:  # no private /etc/hosts: name → address here instead
+            for pod in plan.pods:
+                lines += [f"Host {pod.host} {pod.hostname}", f"  HostName {ips[pod.hostname]}"]
+        identity = self.keys / "id_rsa" if self.mode == PROCESS else Path(plan.ssh_auth_mount_path) / "id_rsa"
+        lines += [
+            "Host *",
+            "  StrictHostKeyChecking no",
+            "  UserKnownHostsFile /dev/null",
+            f"  Port {SSH_PORT}",
+            f"  IdentityFile {identity}",
+            "  IdentitiesOnly yes",
+            "  BatchMode yes",
+            "  LogLevel ERROR",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def write_pod(self, plan: RunPlan, pod: PodPlan, ips: dict[str, str], user: User, session_env: dict[str, str]) -> Path:
+        """Per-pod files: hosts, passwd/group (job user), home, sshd_config."""
+        d = self.pod_dir(pod)
+        home = d / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        os.chown(home, user.uid, user.gid)
+        own = ips[pod.hostname]
+        hosts = ["127.0.0.1 localhost", f"127.0.0.1 {pod.host} {pod.hostname}"]
+        hosts += [f"{ips[p.hostname]} {p.host} {p.hostname}" for p in plan.pods if p.hostname != pod.hostname]
+        _write(d / "hosts", "\n".join(hosts) + "\n", 0o644)
+        if self.mode == NAMESPACE:
+            _write(d / "passwd", _passwd(user), 0o644)
+            _write(d / "group", _group(user), 0o644)
+        if self.runs_sshd(plan, pod):
+            _write(d / "sshd_config", self._sshd_config(plan, user, own, session_env), 0o600)
+        return d
+
+    def runs_sshd(self, plan: RunPlan, pod: PodPlan) -> bool:
+        """Node pods run our managed sshd; in process mode the launcher too when it is a host,
+        because without a private /etc/hosts Open MPI cannot tell that host is itself."""
+        return pod.runs_sshd or (self.mode == PROCESS and pod.is_launcher and pod.in_hostfile)
+
+    def _sshd_config(self, plan: RunPlan, user: User, ip: str, session_env: dict[str, str]) -> str:
+        keys = self.keys if self.mode == PROCESS else Path(plan.ssh_auth_mount_path)
+        setenv = " ".join(f'{k}="{_sshd_quote(v)}"' for k, v in session_env.items())
+        lines = [
+            f"ListenAddress {ip}:{SSH_PORT}",
+            f"HostKey {self.host_key}",
+            f"AuthorizedKeysFile {keys / 'authorized_keys'}",
+            f"AllowUsers {user.name}",
+            "PubkeyAuthentication yes",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            "StrictModes no",
+            "PermitRootLogin prohibit-password" if user.uid == 0 else "PermitRootLogin no",
+            "PidFile none",
+            "PrintMotd no",
+            "LogLevel ERROR",
+            "MaxStartups 200",
+            f"SetEnv {setenv}" if setenv else "",
+        ]
+        return "\n".join(ln for ln in lines if ln) + "\n"
+
+    def argv(self, plan: RunPlan, pod: PodPlan, user: User, command: list[str], env: dict[str, str]) -> list[str]:
+        """The command line that starts the pod in its sandbox."""
+        d = self.pod_dir(pod)
+        run_sshd = self.runs_sshd(plan, pod)
+        if self.mode == PROCESS:
+            if run_sshd and not pod.is_launcher:
+                return self.sshd_argv(pod)
+            return ["env", "-i", *(f"{k}={v}" for k, v in env.items()), *command]
+        mounts = [
+            ("bind", d / "hosts", "/etc/hosts"),
+            ("bind", d / "passwd", "/etc/passwd"),
+            ("bind", d / "group", "/etc/group"),
+            ("bind", self.ssh_config, "/etc/ssh/ssh_config"),
+            ("bind", d / "home", user.home),
+            ("bind", self.keys, plan.ssh_auth_mount_path),
+        ]
+        if pod.is_launcher:
+            mounts.append(("bind", self.hostfile.parent, "/etc/mpi"))
+        script = ["set -e"]
+        for _, src, dst in mounts:
+            script.append(f"mkdir -p {shlex.quote(dst)} 2>/dev/null || true")
+            flag = "--bind -o ro" if dst in ("/etc/mpi",) else "--bind"
+            script.append(f"mount {flag} {shlex.quote(str(src))} {shlex.quote(dst)}")
+        script.append(f"hostname {shlex.quote(pod.hostname)}")
+        if run_sshd:
+            script.append(f"exec {SSHD} -D -e -f {shlex.quote(str(d / 'sshd_config'))}")
+        else:
+            drop = f"setpriv --reuid={user.uid} --regid={user.gid} --init-groups --inh-caps=-all" if user.uid else ""
+            envs = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+            script.append(f'cd {shlex.quote(user.home)}; exec {drop} env -i {envs} "$@"')
+        return [
+            "setpriv", "--pdeathsig", "KILL", "--",
+            "unshare", "--mount", "--pid", "--uts", "--fork", "--kill-child", "--propagation", "private", "--",
+            "/bin/sh", "-c", "\n".join(script), pod.hostname, *command,
+        ]
+
+    def sshd_argv(self, pod: PodPlan) -> list[str]:
+        return [SSHD, "-D", "-e", "-f", str(self.pod_dir(pod) / "sshd_config")]
+
+    def ssh_probe(self, plan: RunPlan, pod: PodPlan, ip: str, user: User) -> list[str]:
+        """`ssh … true` with the job key: succeeds only when this node accepts the job's key."""
+        return [
+            "ssh", "-F", str(self.ssh_config), "-i", str(self.keys / "id_rsa"),
+            "-o", "ConnectTimeout=2", "-o", "IdentitiesOnly=yes",
+            "-l", user.name, "-p", str(SSH_PORT), ip, "true",
+        ]
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _write(path: Path, text: str, mode: int) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def _sshd_quote(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _passwd(user: User) -> str:
+    """The host's accounts minus any that clash with the job user, plus the job user."""
+    keep = [e for e in pwd.getpwall() if e.pw_uid != user.uid and e.pw_name != user.name]
+    lines = [f"{e.pw_name}:x:{e.pw_uid}:{e.pw_gid}:{e.pw_gecos}:{e.pw_dir}:{e.pw_shell}" for e in keep]
+    lines.append(f"{user.name}:x:{user.uid}:{user.gid}::{user.home}:/bin/bash")
+    return "\n".join(lines) + "\n"
+
+
+def _group(user: User) -> str:
+    keep = [g for g in grp.getgrall() if g.gr_gid != user.gid and g.gr_name != user.name]
+    lines = [f"{g.gr_name}:x:{g.gr_gid}:{','.join(g.gr_mem)}" for g in keep]
+    lines.append(f"{user.name}:x:{user.gid}:")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,80 @@
+"""Checks every write passes before it is stored: the generic ones kube-apiserver does for all kinds
+(name, apiVersion/kind, namespace consistency), then the kind-specific `mpijob.api.validation.admit`.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import Any
+
+from mpijob.api.errors import Cause, bad_request, invalid
+from mpijob.api.resources import Resource
+
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_SUBDOMAIN_HELP = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # kube's: no vowels, no confusable digits
+
+
+def check_type(res: Resource, obj: dict[str, Any]) -> None:
+    """The body's apiVersion/kind, when given, must be the URL's (400 like kube-apiserver)."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if api_version and api_version != res.api_version:
+        raise bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API version "
+            f"({res.api_version}): send it to /{'apis/' + res.group if res.group else 'api'}"
+            f"/{api_version.rpartition('/')[2]} or change apiVersion"
+        )
+    if kind and kind != res.kind:
+        raise bad_request(f"the kind in the data ({kind}) does not match the expected kind ({res.kind})")
+    obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+    if not isinstance(obj.get("metadata"), dict):
+        obj["metadata"] = {}
+
+
+def check_namespace(res: Resource, obj: dict[str, Any], namespace: str | None) -> None:
+    meta = obj["metadata"]
+    if not res.namespaced:
+        meta.pop("namespace", None)
+        return
+    given = meta.get("namespace")
+    if given and namespace and given != namespace:
+        raise bad_request(
+            f"the namespace of the provided object ({given}) does not match the namespace sent on the "
+            f"request ({namespace})"
+        )
+    meta["namespace"] = namespace or given or "default"
+
+
+def generate_name(obj: dict[str, Any]) -> None:
+    """`metadata.generateName` + 5 random characters, as kube-apiserver names it."""
+    meta = obj["metadata"]
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = meta["generateName"] + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+
+
+def check_name(res: Resource, obj: dict[str, Any], url_name: str | None = None) -> str:
+    meta = obj["metadata"]
+    name = meta.get("name")
+    if url_name is not None:
+        if name and name != url_name:
+            raise bad_request(f"the name of the object ({name}) does not match the name on the URL ({url_name})")
+        name = meta["name"] = url_name
+    if not name:
+        raise invalid(res.kind, "", [Cause("metadata.name", "Required value: name or generateName is required",
+                                           "FieldValueRequired")], res.group)
+    if not isinstance(name, str) or len(name) > 253 or not DNS1123_SUBDOMAIN.match(name):
+        raise invalid(res.kind, str(name), [Cause("metadata.name", f'Invalid value: "{name}": {_SUBDOMAIN_HELP}')],
+                      res.group)
+    return name
+
+
+def admit(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+    """Kind-specific defaults and validation (422 with causes) from `mpijob.api.validation`."""
+    from mpijob.api.validation import admit as validate
+
+    return validate(res, obj, old)

@@ -1,0 +1,54 @@
+"""Objects every local cluster has from its first start; re-running is a no-op.
+
+Like a kube cluster's system namespaces plus what a Trainer install adds: the public version
+ConfigMap the Kubeflow SDK reads and the bundled MPI ClusterTrainingRuntime.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, CONFIGMAPS, NAMESPACES, Resource
+from mpijob.store.objects import Store
+
+log = logging.getLogger(__name__)
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kubeflow-system")
+TRAINER_VERSION = "2.1.0"
+VERSION_CONFIGMAP = "kubeflow-trainer-public"
+
+
+def run(store: Store) -> None:
+    for ns in SYSTEM_NAMESPACES:
+        _create_missing(store, NAMESPACES, {"metadata": {"name": ns}, "spec": {"finalizers": ["kubernetes"]},
+                                            "status": {"phase": "Active"}})
+    _create_missing(
+        store,
+        CONFIGMAPS,
+        {
+            "metadata": {"name": VERSION_CONFIGMAP, "namespace": "kubeflow-system",
+                         "labels": {"app.kubernetes.io/name": "trainer"}},
+            "data": {"kubeflow_trainer_version": TRAINER_VERSION},
+        },
+    )
+    for runtime in _bundled_runtimes():
+        _create_missing(store, CLUSTER_TRAINING_RUNTIMES, runtime)
+
+
+def _bundled_runtimes() -> list[dict[str, Any]]:
+    try:
+        from mpijob.api.runtimes import bundled
+    except ModuleNotFoundError as exc:
+        if exc.name != "mpijob.api.runtimes":
+            raise
+        log.warning("mpijob.api.runtimes is not available: no bundled ClusterTrainingRuntime installed")
+        return []
+    return bundled()
+
+
+def _create_missing(store: Store, res: Resource, obj: dict[str, Any]) -> None:
+    meta = obj["metadata"]
+    if store.try_get(res, meta.get("namespace", ""), meta["name"]) is None:
+        store.create(res, obj, meta.get("namespace", ""))
+        log.info("bootstrap: created %s %s", res.kind, meta["name"])

@@ -1,0 +1,187 @@
+"""PATCH bodies applied to stored objects: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and
+the subset of strategic merge patch kubectl sends when it re-applies built-in kinds.
+
+Pure functions over dicts, so the route only chooses by `Content-Type`.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from mpijob.api.errors import ApiError, bad_request
+
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+APPLY = "application/apply-patch+yaml"
+
+# List fields of built-in kinds that strategic merge patch merges by a key instead of replacing.
+MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "env": "name",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
+    "volumeDevices": "devicePath",
+    "ports": "containerPort",
+    "imagePullSecrets": "name",
+    "conditions": "type",
+    "containerStatuses": "name",
+    "ownerReferences": "uid",
+    "tolerations": "key",
+    "hostAliases": "ip",
+}
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: objects merge recursively, `null` deletes, everything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def strategic_merge_patch(target: Any, patch: Any) -> Any:
+    """Strategic merge: like merge patch, but keyed lists merge item by item and `$patch`
+    / `$setElementOrder` / `$retainKeys` / `$deleteFromPrimitiveList` directives are honoured."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    if patch.get("$patch") == "replace":
+        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+    if patch.get("$patch") == "delete":
+        return None
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    retain = patch.get("$retainKeys")
+    for key, value in patch.items():
+        if key.startswith("$setElementOrder/") or key in ("$retainKeys", "$patch"):
+            continue
+        if key.startswith("$deleteFromPrimitiveList/"):
+            field = key.split("/", 1)[1]
+            if isinstance(result.get(field), list):
+                result[field] = [v for v in result[field] if v not in (value or [])]
+            continue
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, list) and key in MERGE_KEYS and isinstance(result.get(key), list):
+            result[key] = _merge_list(result[key], value, MERGE_KEYS[key])
+        else:
+            result[key] = strategic_merge_patch(result.get(key), value)
+    if isinstance(retain, list):
+        result = {k: v for k, v in result.items() if k in retain}
+    return result
+
+
+def _merge_list(current: list[Any], patch: list[Any], key: str) -> list[Any]:
+    out = copy.deepcopy(current)
+    for item in patch:
+        if not isinstance(item, dict) or key not in item:
+            out.append(copy.deepcopy(item))
+            continue
+        idx = next((i for i, o in enumerate(out) if isinstance(o, dict) and o.get(key) == item[key]), None)
+        if item.get("$patch") == "delete":
+            if idx is not None:
+                out.pop(idx)
+        elif idx is None:
+            out.append(strategic_merge_patch({}, item))
+        else:
+            out[idx] = strategic_merge_patch(out[idx], item)
+    return out
+
+
+def json_patch(target: Any, operations: Any) -> Any:
+    """RFC 6902 add/remove/replace/move/copy/test; a failed `test` or bad path is 422/400."""
+    if not isinstance(operations, list):
+        raise bad_request("a JSON patch must be a list of operations")
+    doc = copy.deepcopy(target)
+    for n, op in enumerate(operations):
+        if not isinstance(op, dict) or "op" not in op or "path" not in op:
+            raise bad_request(f"JSON patch operation {n} needs 'op' and 'path'")
+        kind, path = op["op"], _pointer(op["path"])
+        if kind == "add":
+            doc = _add(doc, path, copy.deepcopy(_value(op, n)))
+        elif kind == "remove":
+            doc, _ = _remove(doc, path)
+        elif kind == "replace":
+            doc, _ = _remove(doc, path)
+            doc = _add(doc, path, copy.deepcopy(_value(op, n)))
+        elif kind in ("move", "copy"):
+            if "from" not in op:
+                raise bad_request(f"JSON patch operation {n} ({kind}) needs 'from'")
+            src = _pointer(op["from"])
+            value = _get(doc, src)
+            if kind == "move":
+                doc, value = _remove(doc, src)
+            doc = _add(doc, path, copy.deepcopy(value))
+        elif kind == "test":
+            if _get(doc, path) != _value(op, n):
+                raise ApiError(422, "Invalid", f"JSON patch test operation {n} failed at {op['path']}")
+        else:
+            raise bad_request(f"JSON patch operation {n}: unknown op {kind!r}; use add, remove, replace, "
+                              "move, copy or test")
+    return doc
+
+
+def _value(op: dict[str, Any], n: int) -> Any:
+    if "value" not in op:
+        raise bad_request(f"JSON patch operation {n} ({op['op']}) needs 'value'")
+    return op["value"]
+
+
+def _pointer(path: str) -> list[str]:
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise bad_request(f"JSON pointer {path!r} must start with '/'")
+    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def _parent(doc: Any, path: list[str]) -> Any:
+    return _get(doc, path[:-1])
+
+
+def _get(doc: Any, path: list[str]) -> Any:
+    cur = doc
+    for part in path:
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            raise ApiError(422, "Invalid", f"JSON patch path /{'/'.join(path)} does not exist")
+    return cur
+
+
+def _add(doc: Any, path: list[str], value: Any) -> Any:
+    if not path:
+        return value
+    parent, last = _parent(doc, path), path[-1]
+    if isinstance(parent, dict):
+        parent[last] = value
+    elif isinstance(parent, list):
+        if last == "-":
+            parent.append(value)
+        elif last.isdigit() and int(last) <= len(parent):
+            parent.insert(int(last), value)
+        else:
+            raise ApiError(422, "Invalid", f"JSON patch index {last!r} is out of range")
+    else:
+        raise ApiError(422, "Invalid", f"JSON patch path /{'/'.join(path)} has no container to add to")
+    return doc
+
+
+def _remove(doc: Any, path: list[str]) -> tuple[Any, Any]:
+    if not path:
+        return None, doc
+    parent, last = _parent(doc, path), path[-1]
+    if isinstance(parent, dict) and last in parent:
+        return doc, parent.pop(last)
+    if isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
+        return doc, parent.pop(int(last))
+    raise ApiError(422, "Invalid", f"JSON patch path /{'/'.join(path)} does not exist")

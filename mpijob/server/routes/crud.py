@@ -1,0 +1,296 @@
+"""Generic REST verbs for every served resource: list, get, create, update, patch, delete, plus the
+`status` subresource. Kind-specific behaviour belongs in `mpijob.api.validation`, not here.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from mpijob.api import errors, tables
+from mpijob.api.resources import ALL, NAMESPACES, Resource
+from mpijob.api.selectors import parse_fields, parse_labels
+from mpijob.server import admission, patch
+from mpijob.server.http import (
+    json_response,
+    parse_bool,
+    parse_int,
+    read_body,
+    read_object,
+    success_status,
+    wants_table,
+)
+from mpijob.server.routes import logs, watch
+from mpijob.server.routes.paths import Target
+from mpijob.server.state import Cluster
+from mpijob.store.objects import now
+
+Obj = dict[str, Any]
+PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kubeflow-system"})
+
+
+async def handle(request: Request, cluster: Cluster, t: Target) -> Response:
+    method = request.method
+    if t.subresource == "log":
+        if method != "GET":
+            raise errors.method_not_allowed(f"the server does not allow {method} on pods/log")
+        return await logs.serve(request, cluster, t)
+    if t.name is None:
+        if method == "GET":
+            return await list_objects(request, cluster, t)
+        if method == "POST":
+            return await create(request, cluster, t)
+        if method == "DELETE":
+            return await delete_collection(request, cluster, t)
+    elif method == "GET":
+        return get(request, cluster, t)
+    elif method == "PUT":
+        return await update(request, cluster, t)
+    elif method == "PATCH":
+        return await patch_object(request, cluster, t)
+    elif method == "DELETE":
+        return await delete(request, cluster, t)
+    raise errors.method_not_allowed(f"the server does not allow this method on the requested resource ({method})")
+
+
+def _dry_run(request: Request) -> bool:
+    values = request.query_params.getlist("dryRun")
+    for v in values:
+        if v != "All":
+            raise errors.bad_request(f"invalid dryRun value {v!r}: the only supported value is All")
+    return bool(values)
+
+
+def _render(request: Request, res: Resource, obj: Obj, status: int = 200) -> Response:
+    if wants_table(request):
+        include = request.query_params.get("includeObject", "Metadata")
+        return json_response(tables.table(res, [obj], obj["metadata"].get("resourceVersion", ""),
+                                          include_object=include), status)
+    return json_response(obj, status)
+
+
+def _sort_key(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata", {})
+    return meta.get("namespace", ""), meta.get("name", "")
+
+
+async def list_objects(request: Request, cluster: Cluster, t: Target) -> Response:
+    q = request.query_params
+    labels, fields = parse_labels(q.get("labelSelector")), parse_fields(q.get("fieldSelector"))
+    if parse_bool(q.get("watch"), "watch"):
+        return watch.stream(request, cluster, t.res, t.namespace, labels, fields,
+                            since=q.get("resourceVersion"),
+                            timeout=parse_int(q.get("timeoutSeconds"), "timeoutSeconds"),
+                            table=wants_table(request), include_object=q.get("includeObject", "Metadata"))
+    items, rv = cluster.store.list(t.res, t.namespace, labels, fields)
+    items.sort(key=_sort_key)
+    if wants_table(request):
+        return json_response(tables.table(t.res, items, rv, include_object=q.get("includeObject", "Metadata")))
+    return json_response({"kind": f"{t.res.kind}List", "apiVersion": t.res.api_version,
+                          "metadata": {"resourceVersion": rv}, "items": items})
+
+
+def get(request: Request, cluster: Cluster, t: Target) -> Response:
+    assert t.name is not None
+    return _render(request, t.res, cluster.store.get(t.res, t.namespace or "", t.name))
+
+
+def _require_namespace(cluster: Cluster, res: Resource, namespace: str) -> None:
+    if res.namespaced and cluster.store.try_get(NAMESPACES, "", namespace) is None:
+        raise errors.not_found("namespaces", namespace)
+
+
+def _fresh(res: Resource, obj: Obj) -> Obj:
+    """What a create keeps of a client's object: no server-owned metadata, status per kind."""
+    meta = obj["metadata"]
+    for key in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "generation", "managedFields"):
+        meta.pop(key, None)
+    if res.group and "status" in res.subresources:
+        obj.pop("status", None)  # custom resources with a status subresource start without one
+    if res is NAMESPACES:
+        obj["status"] = {"phase": "Active"}
+    return obj
+
+
+async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None = None) -> Response:
+    res = t.res
+    if res.namespaced and t.namespace is None:
+        raise errors.method_not_allowed(f"{res.plural} are namespaced: POST to .../namespaces/<ns>/{res.plural}")
+    obj = body if body is not None else await read_object(request)
+    admission.check_type(res, obj)
+    admission.check_namespace(res, obj, t.namespace)
+    admission.generate_name(obj)
+    name = admission.check_name(res, obj)
+    ns = obj["metadata"].get("namespace", "")
+    _require_namespace(cluster, res, ns)
+    obj = admission.admit(res, _fresh(res, obj), None)
+    if cluster.store.try_get(res, ns, name) is not None:
+        raise errors.already_exists(res.plural, name, res.group)
+    if _dry_run(request):
+        meta = obj["metadata"]
+        meta.update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
+        return _render(request, res, obj, 201)
+    return _render(request, res, cluster.store.create(res, obj, ns), 201)
+
+
+def _write(request: Request, cluster: Cluster, res: Resource, new: Obj, old: Obj, status: bool) -> Obj:
+    """Admit and store an update; finish a pending deletion once its last finalizer is gone."""
+    new = admission.admit(res, new, old)
+    if _dry_run(request):
+        return new
+    stored = cluster.store.update(res, new, status=status)
+    meta = stored["metadata"]
+    if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        return cluster.store.delete(res, meta.get("namespace", ""), meta["name"])
+    return stored
+
+
+async def update(request: Request, cluster: Cluster, t: Target) -> Response:
+    assert t.name is not None
+    res = t.res
+    obj = await read_object(request)
+    admission.check_type(res, obj)
+    admission.check_namespace(res, obj, t.namespace)
+    admission.check_name(res, obj, t.name)
+    old = cluster.store.get(res, t.namespace or "", t.name)
+    return _render(request, res, _write(request, cluster, res, obj, old, t.subresource == "status"))
+
+
+def _keep_identity(res: Resource, patched: Any, old: Obj) -> Obj:
+    if not isinstance(patched, dict):
+        raise errors.bad_request("the patched object is not a JSON object")
+    meta = patched.get("metadata")
+    if not isinstance(meta, dict):
+        raise errors.bad_request("the patch removed metadata")
+    for key in ("name", "namespace"):
+        if meta.get(key) != old["metadata"].get(key):
+            raise errors.bad_request(f"metadata.{key} cannot be changed by a patch "
+                                     f"({old['metadata'].get(key)!r} → {meta.get(key)!r})")
+    patched["apiVersion"], patched["kind"] = res.api_version, res.kind
+    return patched
+
+
+async def patch_object(request: Request, cluster: Cluster, t: Target) -> Response:
+    assert t.name is not None
+    res, ns = t.res, t.namespace or ""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip()
+    if ctype == patch.APPLY:
+        return await _apply(request, cluster, t)
+    body = await read_body(request)
+    old = cluster.store.get(res, ns, t.name)
+    if ctype == patch.MERGE:
+        patched = patch.merge_patch(old, body)
+    elif ctype == patch.JSON_PATCH:
+        patched = patch.json_patch(old, body)
+    elif ctype == patch.STRATEGIC and not res.group:
+        patched = patch.strategic_merge_patch(old, body)
+    else:
+        raise errors.ApiError(415, "UnsupportedMediaType",
+                              f"the body of the request was in an unknown format - accepted media types "
+                              f"include: {patch.JSON_PATCH}, {patch.MERGE}, {patch.APPLY}"
+                              + ("" if res.group else f", {patch.STRATEGIC}"))
+    new = _keep_identity(res, patched, old)
+    return _render(request, res, _write(request, cluster, res, new, old, t.subresource == "status"))
+
+
+async def _apply(request: Request, cluster: Cluster, t: Target) -> Response:
+    """Server-side apply, approximated: create when missing, else merge the applied object in."""
+    assert t.name is not None
+    res, ns = t.res, t.namespace or ""
+    applied = await read_object(request, yaml_ok=True)
+    admission.check_type(res, applied)
+    admission.check_namespace(res, applied, t.namespace)
+    admission.check_name(res, applied, t.name)
+    old = cluster.store.try_get(res, ns, t.name)
+    if old is None:
+        if t.subresource == "status":
+            raise errors.not_found(res.plural, t.name, res.group)
+        return await create(request, cluster, t, body=applied)
+    applied["metadata"].pop("resourceVersion", None)
+    new = _keep_identity(res, patch.merge_patch(old, applied), old)
+    return _render(request, res, _write(request, cluster, res, new, old, t.subresource == "status"))
+
+
+async def _delete_options(request: Request) -> Obj:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    body = await read_body(request)
+    return body if isinstance(body, dict) else {}
+
+
+def _check_preconditions(res: Resource, obj: Obj, options: Obj) -> None:
+    pre = options.get("preconditions") or {}
+    meta = obj["metadata"]
+    for key in ("uid", "resourceVersion"):
+        if pre.get(key) and pre[key] != meta.get(key):
+            raise errors.conflict(res.plural, meta["name"],
+                                  f"Precondition failed: {key} in precondition: {pre[key]}, {key} in object "
+                                  f"meta: {meta.get(key)}", res.group)
+
+
+def _delete_one(request: Request, cluster: Cluster, res: Resource, ns: str, name: str, options: Obj) -> Obj:
+    obj = cluster.store.get(res, ns, name)
+    _check_preconditions(res, obj, options)
+    if res is NAMESPACES and name in PROTECTED_NAMESPACES:
+        raise errors.forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
+    dry = _dry_run(request) or options.get("dryRun") == ["All"]
+    meta = obj["metadata"]
+    if meta.get("finalizers"):
+        if dry or meta.get("deletionTimestamp"):
+            return obj
+        marked = copy.deepcopy(obj)
+        marked["metadata"]["deletionTimestamp"] = now()
+        marked["metadata"]["deletionGracePeriodSeconds"] = 0
+        return _mark_deleting(cluster, res, marked)
+    if dry:
+        return obj
+    if res is NAMESPACES:
+        for other in ALL:
+            if other.namespaced:
+                for item in cluster.store.list(other, name)[0]:
+                    cluster.store.delete(other, name, item["metadata"]["name"])
+    return cluster.store.delete(res, ns, name)
+
+
+def _mark_deleting(cluster: Cluster, res: Resource, marked: Obj) -> Obj:
+    """Store.update keeps deletionTimestamp as stored (clients must not set it), so the server sets
+    it through the store's raw write. TODO(lead): a public `Store.mark_deleting` would be cleaner."""
+    meta = marked["metadata"]
+    return cluster.store._write(res, meta.get("namespace", ""), meta["name"], "MODIFIED", marked)
+
+
+def _deleted_response(res: Resource, obj: Obj) -> Obj:
+    """Custom resources and pods answer with the object; other built-in kinds with Status Success."""
+    if res.group or res.plural in ("pods", "namespaces") or obj["metadata"].get("deletionTimestamp"):
+        return obj
+    meta = obj["metadata"]
+    return success_status(meta["name"], res.group, res.plural, meta.get("uid", ""))
+
+
+async def delete(request: Request, cluster: Cluster, t: Target) -> Response:
+    assert t.name is not None
+    if t.subresource:
+        raise errors.method_not_allowed(f"DELETE is not allowed on {t.res.plural}/{t.subresource}")
+    options = await _delete_options(request)
+    obj = _delete_one(request, cluster, t.res, t.namespace or "", t.name, options)
+    return json_response(_deleted_response(t.res, obj))
+
+
+async def delete_collection(request: Request, cluster: Cluster, t: Target) -> Response:
+    q = request.query_params
+    options = await _delete_options(request)
+    items, rv = cluster.store.list(t.res, t.namespace, parse_labels(q.get("labelSelector")),
+                                   parse_fields(q.get("fieldSelector")))
+    deleted = []
+    for item in items:
+        meta = item["metadata"]
+        if t.res is NAMESPACES and meta["name"] in PROTECTED_NAMESPACES:
+            continue
+        deleted.append(_delete_one(request, cluster, t.res, meta.get("namespace", ""), meta["name"], options))
+    return json_response({"kind": f"{t.res.kind}List", "apiVersion": t.res.api_version,
+                          "metadata": {"resourceVersion": cluster.store.resource_version}, "items": deleted})

@@ -1,0 +1,147 @@
+"""Container logs on disk, one file per container, every line stamped when it was read.
+
+Lines are stored as `<RFC 3339 nanosecond timestamp> <text>\n` (the CRI log shape, without the stream
+tag), so `timestamps=true`, `sinceSeconds` and `tailLines` are answered from the file alone and the
+logs outlive the job and the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+FOLLOW_POLL = 0.05  # seconds between looks at a followed file
+
+
+def stamp(t: float | None = None) -> bytes:
+    """A Kubernetes log timestamp (RFC 3339, nanoseconds, UTC)."""
+    t = time.time() if t is None else t
+    whole = datetime.fromtimestamp(int(t), timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{whole}.{int((t % 1) * 1e9):09d}Z".encode()
+
+
+def _parse_stamp(line: bytes) -> float:
+    head = line.split(b" ", 1)[0].decode(errors="replace")
+    try:
+        whole, frac = head.rstrip("Z").split(".")
+        base = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+        return base + int(frac) / 1e9
+    except ValueError:
+        return 0.0
+
+
+def _render(line: bytes, timestamps: bool) -> bytes:
+    return line if timestamps else line.split(b" ", 1)[-1]
+
+
+class LogStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, namespace: str, pod: str, container: str) -> Path:
+        return self.root / namespace / pod / f"{container}.log"
+
+    def writer(self, namespace: str, pod: str, container: str) -> LogWriter:
+        path = self.path(namespace, pod, container)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return LogWriter(path)
+
+    def remove(self, namespace: str, pod: str) -> None:
+        """Drop a deleted pod's logs."""
+        folder = self.root / namespace / pod
+        if folder.is_dir():
+            for f in folder.iterdir():
+                f.unlink(missing_ok=True)
+            folder.rmdir()
+
+    def _lines(self, path: Path, since_seconds: int | None) -> list[bytes]:
+        try:
+            lines = path.read_bytes().splitlines(keepends=True)
+        except FileNotFoundError:
+            return []
+        if lines and not lines[-1].endswith(b"\n"):
+            lines = lines[:-1]  # a line still being written
+        if since_seconds is not None:
+            cutoff = time.time() - since_seconds
+            lines = [ln for ln in lines if _parse_stamp(ln) >= cutoff]
+        return lines
+
+    def read(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        *,
+        tail_lines: int | None = None,
+        since_seconds: int | None = None,
+        timestamps: bool = False,
+        limit_bytes: int | None = None,
+    ) -> bytes:
+        lines = self._lines(self.path(namespace, pod, container), since_seconds)
+        if tail_lines is not None:
+            lines = lines[-tail_lines:] if tail_lines > 0 else []
+        out = b"".join(_render(ln, timestamps) for ln in lines)
+        return out[:limit_bytes] if limit_bytes is not None else out
+
+    async def follow(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        *,
+        tail_lines: int | None = None,
+        since_seconds: int | None = None,
+        timestamps: bool = False,
+        done: Callable[[], bool],
+    ) -> AsyncIterator[bytes]:
+        """Yield what is there, then new lines as they arrive, until `done()` and drained."""
+        path = self.path(namespace, pod, container)
+        first = self.read(namespace, pod, container, tail_lines=tail_lines, since_seconds=since_seconds,
+                          timestamps=timestamps)
+        if first:
+            yield first
+        # Continue from the end of the complete lines already sent.
+        offset = sum(len(ln) for ln in self._lines(path, None))
+        pending = b""
+        while True:
+            finished = done()
+            try:
+                with path.open("rb") as f:
+                    f.seek(offset)
+                    chunk = f.read()
+            except FileNotFoundError:
+                chunk = b""
+            if chunk:
+                offset += len(chunk)
+                pending += chunk
+                complete, _, pending = pending.rpartition(b"\n")
+                if complete:
+                    yield b"".join(_render(ln, timestamps) for ln in (complete + b"\n").splitlines(True))
+            elif finished:
+                return
+            await asyncio.sleep(FOLLOW_POLL)
+
+
+class LogWriter:
+    """Appends stamped lines for one container; safe to reopen after a server restart."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._partial = b""
+
+    def write(self, data: bytes) -> None:
+        data = self._partial + data
+        *lines, self._partial = data.split(b"\n")
+        if lines:
+            now = stamp()
+            os.write(self._fd, b"".join(now + b" " + ln + b"\n" for ln in lines))
+
+    def close(self) -> None:
+        if self._partial:
+            os.write(self._fd, stamp() + b" " + self._partial + b"\n")
+            self._partial = b""
+        os.close(self._fd)
