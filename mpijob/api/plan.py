@@ -127,7 +127,8 @@ def _refuse(job: str, fld: str, message: str) -> Exception:
 def _runtime_resources_per_node(rjobs: list[dict]) -> dict | None:
     """Trainer's ExtractResourcePerNodeFromRuntime: the first node/trainer-step `node` container with resources."""
     for rj in rjobs:
-        if rj.get("name") == n.NODE or _get(rj, "template", "metadata", "labels", n.LABEL_ANCESTOR) == n.ANCESTOR_TRAINER:
+        ancestor = _get(rj, "template", "metadata", "labels", n.LABEL_ANCESTOR)
+        if rj.get("name") == n.NODE or ancestor == n.ANCESTOR_TRAINER:
             for c in _get(rj, "template", "spec", "template", "spec", "containers") or []:
                 if c.get("name") == n.CONTAINER and c.get("resources") is not None:
                     return c["resources"]

@@ -97,7 +97,7 @@ def render_pod(plan: RunPlan, pod: PodPlan, owner: dict) -> dict:
     idx = next((i for i, c in enumerate(containers) if c.get("name") == n.CONTAINER), 0)
     container = dict(containers[idx])
     volumes, mounts = _volumes(plan, pod)
-    container.update({"name": container.get("name") or n.CONTAINER, "image": pod.image, "env": list(pod.env)})
+    container.update({"name": container.get("name") or n.CONTAINER, "image": pod.image, "env": copy.deepcopy(pod.env)})
     for key, value in (("command", pod.command), ("args", pod.args)):
         if value:
             container[key] = list(value)

@@ -43,17 +43,21 @@ def quantity_causes(resources: Any, where: str) -> list[Cause]:
     return causes
 
 
+def name_causes(name: str) -> list[Cause]:
+    """A TrainJob name is an RFC 1035 label of at most 63 characters (the CRD's CEL rules)."""
+    if len(name) > 63:
+        return [Cause("metadata.name", f'Invalid value: "{name}": must be no more than 63 characters '
+                                       f"(it has {len(name)}); use a shorter name")]
+    if not n.RFC1035_LABEL.match(name):
+        return [Cause("metadata.name", f'Invalid value: "{name}": must be an RFC 1035 label: lower-case '
+                                       "letters, digits and '-', starting with a letter and ending with a "
+                                       "letter or digit (e.g. 'pi-2')")]
+    return []
+
+
 def causes(obj: dict, old: dict | None = None) -> list[Cause]:
     """Semantic problems of a structurally valid, defaulted TrainJob (and, on update, against `old`)."""
     out: list[Cause] = []
-    name = (obj.get("metadata") or {}).get("name") or ""
-    if name and len(name) > 63:
-        out.append(Cause("metadata.name", f'Invalid value: "{name}": must be no more than 63 characters '
-                                          f"(it has {len(name)}); use a shorter name"))
-    elif name and not n.RFC1035_LABEL.match(name):
-        out.append(Cause("metadata.name", f'Invalid value: "{name}": must be an RFC 1035 label: lower-case '
-                                          "letters, digits and '-', starting with a letter and ending with a "
-                                          "letter or digit (e.g. 'pi-2')"))
     spec = obj.get("spec") or {}
     ref = spec.get("runtimeRef")
     if not isinstance(ref, dict):

@@ -50,7 +50,8 @@ def admit(res: Resource, obj: dict, old: dict | None = None) -> dict:
     if res.kind in schema.kinds():
         unchanged = old is not None and obj.get("spec") == old.get("spec") and meta == old.get("metadata")
         if not unchanged:
-            causes += schema.structural_causes(res.kind, obj)
+            said = {c.field for c in causes}  # metadata problems are already reported, in their own words
+            causes += [c for c in schema.structural_causes(res.kind, obj) if c.field not in said]
         if not causes:
             causes += _custom_causes(res, obj, old)
     elif not causes:
@@ -78,7 +79,9 @@ def _metadata_causes(res: Resource, meta: Any) -> list[Cause]:
                          "FieldValueRequired"))
     elif not isinstance(name, str):
         out.append(Cause("metadata.name", f"Invalid value: {show(name)}: must be a string"))
-    elif res.kind != "TrainJob":  # TrainJob's stricter RFC 1035 rule lives with its other rules
+    elif res.kind == "TrainJob":
+        out += trainjob.name_causes(name)
+    else:
         label = res.kind == "Namespace"
         limit = 63 if label else 253
         pattern = n.DNS1123_LABEL if label else n.DNS1123_SUBDOMAIN

@@ -95,4 +95,4 @@ def delete(
             raise
         if wait:
             wait_until_gone(cluster, name)
-    print(f'{TRAINJOBS.group_resource.replace("trainjobs", "trainjob")} "{name}" deleted')
+    print(f'{TRAINJOBS.singular}.{TRAINJOBS.group} "{name}" deleted')

@@ -39,7 +39,9 @@ def info(message: str) -> None:
 def error(exc: BaseException) -> None:
     """The message and, for API errors, one `* field: message` line per cause (kubectl's shape)."""
     lines = [f"error: {exc}"]
-    if isinstance(exc, ApiError):
+    if isinstance(exc, ApiError) and exc.causes:
+        if " is invalid: " in exc.message:  # the causes below repeat what follows, as kubectl prints it
+            lines = [f"error: {exc.message.split(' is invalid: ')[0]} is invalid:"]
         for c in exc.causes:
             lines.append(f"* {c.field}: {c.message}" if c.field else f"* {c.message}")
     print("\n".join(lines), file=sys.stderr, flush=True)
@@ -66,4 +68,10 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[str]], console: Consol
         t.add_column(col, no_wrap=True, overflow="ignore")
     for row in rows:
         t.add_row(*(Text(str(cell)) for cell in row))  # Text: no markup parsing of data
-    (console or stdout()).print(t)
+    console = console or stdout()
+    if console.is_terminal:
+        console.print(t)
+        return
+    with console.capture() as captured:
+        console.print(t)
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))

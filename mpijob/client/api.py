@@ -56,7 +56,14 @@ class Cluster:
 
     # -- generic ---------------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
         """One JSON request on an API path (e.g. `/api/v1/namespaces/default/configmaps`)."""
 
         def send() -> Any:
@@ -64,7 +71,7 @@ class Cluster:
                 path,
                 method,
                 query_params=[(k, v) for k, v in (query or {}).items() if v is not None],
-                header_params={"Accept": "application/json", "Content-Type": "application/json"},
+                header_params={"Accept": "application/json", "Content-Type": content_type},
                 body=body,
                 auth_settings=["BearerToken"],
                 _return_http_data_only=True,

@@ -77,13 +77,13 @@ async def spawn(
 
     pod = PodProcess(namespace, name, proc)
     assert proc.stdout and proc.stderr
-    pod.pumps = [asyncio.create_task(pump(proc.stdout)), asyncio.create_task(pump(proc.stderr))]
+    streams = [asyncio.create_task(pump(proc.stdout)), asyncio.create_task(pump(proc.stderr))]
 
     async def close_when_done() -> None:
-        await asyncio.gather(*pod.pumps, return_exceptions=True)
+        await asyncio.gather(*streams, return_exceptions=True)
         writer.close()
 
-    pod.pumps.append(asyncio.create_task(close_when_done()))
+    pod.pumps = [*streams, asyncio.create_task(close_when_done())]
     return pod
 
 

@@ -113,7 +113,7 @@ class JobRunner:
                 raise NodeFailed(pod, await proc.wait(), "exited before it was ready")
             if loop.time() > deadline:
                 raise NodeFailed(pod, None, f"did not accept the job key within {READY_TIMEOUT:.0f}s")
-            if await _port_open(ip, SSH_PORT):
+            if await _sshd_answers(ip, SSH_PORT):
                 probe = await asyncio.create_subprocess_exec(
                     *self.files.ssh_probe(self.plan, pod, ip, user),
                     stdin=asyncio.subprocess.DEVNULL,
@@ -211,13 +211,21 @@ class NodeFailed(Exception):
         return f"node pod {self.pod.name} ({self.pod.host}) {self.what}{how}"
 
 
-async def _port_open(ip: str, port: int) -> bool:
+async def _sshd_answers(ip: str, port: int) -> bool:
+    """Cheap pre-check before a real login: the sshd is up and speaks SSH. We send our own
+    identification before closing so sshd has nothing to complain about in the pod's log."""
     try:
-        _, writer = await asyncio.open_connection(ip, port)
+        reader, writer = await asyncio.open_connection(ip, port)
     except OSError:
         return False
+    try:
+        banner = await asyncio.wait_for(reader.readline(), 2)
+        writer.write(b"SSH-2.0-mpijob-probe\r\n")
+        await writer.drain()
+    except (OSError, asyncio.TimeoutError):
+        banner = b""
     writer.close()
-    return True
+    return banner.startswith(b"SSH-")
 
 
 _EXIT_CODE = re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]\s*Exit code:\s*(\d+)", re.S)

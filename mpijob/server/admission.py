@@ -78,3 +78,10 @@ def admit(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> dic
     from mpijob.api.validation import admit as validate
 
     return validate(res, obj, old)
+
+
+def warm() -> None:
+    """Build the validation schemas at start so the first write does not pay for it."""
+    from mpijob.api.validation import warm as build
+
+    build()

@@ -70,6 +70,9 @@ async def read_body(request: Request, *, yaml_ok: bool = False) -> Any:
     if not raw.strip():
         raise bad_request("the request body is empty: send a JSON object")
     ctype = request.headers.get("content-type", JSON).split(";")[0].strip()
+    if "protobuf" in ctype or "cbor" in ctype:
+        raise ApiError(415, "UnsupportedMediaType",
+                       f"the body of the request was in an unknown format ({ctype}): send application/json")
     if yaml_ok or ctype.endswith("yaml"):
         try:
             return yaml.safe_load(raw)

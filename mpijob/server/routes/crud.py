@@ -180,19 +180,16 @@ async def patch_object(request: Request, cluster: Cluster, t: Target) -> Respons
     ctype = request.headers.get("content-type", "").split(";")[0].strip()
     if ctype == patch.APPLY:
         return await _apply(request, cluster, t)
-    body = await read_body(request)
-    old = cluster.store.get(res, ns, t.name)
-    if ctype == patch.MERGE:
-        patched = patch.merge_patch(old, body)
-    elif ctype == patch.JSON_PATCH:
-        patched = patch.json_patch(old, body)
-    elif ctype == patch.STRATEGIC and not res.group:
-        patched = patch.strategic_merge_patch(old, body)
-    else:
+    appliers = {patch.MERGE: patch.merge_patch, patch.JSON_PATCH: patch.json_patch}
+    if not res.group:  # strategic merge needs Go struct tags: built-in kinds only, as in kube
+        appliers[patch.STRATEGIC] = patch.strategic_merge_patch
+    if ctype not in appliers:
         raise errors.ApiError(415, "UnsupportedMediaType",
                               f"the body of the request was in an unknown format - accepted media types "
-                              f"include: {patch.JSON_PATCH}, {patch.MERGE}, {patch.APPLY}"
-                              + ("" if res.group else f", {patch.STRATEGIC}"))
+                              f"include: {', '.join([*appliers, patch.APPLY])}")
+    body = await read_body(request)
+    old = cluster.store.get(res, ns, t.name)
+    patched = appliers[ctype](old, body)
     new = _keep_identity(res, patched, old)
     return _render(request, res, _write(request, cluster, res, new, old, t.subresource == "status"))
 

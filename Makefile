@@ -1,0 +1,50 @@
+# `make run`: set up what is missing, then run a real multi-node MPI job (examples/pi.yaml) on the
+# local cluster. `make test`: the same setup, then the whole test suite. Both are cheap to re-run:
+# apt only runs when a Debian package is missing, pip only when pyproject.toml changed.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := run
+
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+APT_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client
+PYTEST_ARGS ?= -q
+
+.PHONY: run test setup system-packages clean-venv
+
+run: setup
+	$(VENV)/bin/mpijob run --replace -f examples/pi.yaml
+
+test: setup
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+setup: system-packages $(STAMP)
+
+# Debian packages: install only the missing ones (apt-get update once, only then); sudo only if not root.
+system-packages:
+	@if ! command -v dpkg >/dev/null 2>&1; then \
+	  echo "not a Debian system: install Open MPI and OpenSSH (server and client) yourself" >&2; exit 0; \
+	fi; \
+	missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  [ "$$(dpkg-query -W -f='$${db:Status-Status}' "$$p" 2>/dev/null)" = installed ] || missing="$$missing $$p"; \
+	done; \
+	if ! $(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1; then missing="$$missing python3-venv"; fi; \
+	if [ -n "$$missing" ]; then \
+	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo="sudo"; \
+	  echo "installing Debian packages:$$missing"; \
+	  $$sudo apt-get update; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+	fi
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,128 @@
+"""`mpijob run -f FILE`: create a TrainJob, show its progress, stream the launcher, exit with its fate."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from contextlib import AbstractContextManager, nullcontext
+from typing import Annotated, Any, Optional
+
+import typer
+
+from mpijob.api import errors
+from mpijob.cli import output
+from mpijob.cli.create_cmd import FileOpt, create_all, load_all
+from mpijob.cli.exitcodes import Exit
+from mpijob.cli.logs_cmd import copy_stream
+from mpijob.cli.session import ContextOpt, KubeconfigOpt, NamespaceOpt, connect, globals_of, handles_errors
+from mpijob.client.api import Cluster, display_name, resource_for
+from mpijob.client.errors import ServerUnavailable
+from mpijob.client.wait import Outcome, wait_for_finish, wait_for_launcher, wait_until_gone
+
+Obj = dict[str, Any]
+LOG_DRAIN_SECONDS = 10.0  # after the job ends, how long the launcher log may take to finish arriving
+
+
+class Progress:
+    """Phase changes on stderr: a spinner on a terminal, one plain line per change otherwise."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.tty = sys.stderr.isatty()
+        self._status: Any = None
+
+    def spinner(self) -> AbstractContextManager[Any]:
+        if not self.tty:
+            return nullcontext()
+        self._status = output.stderr().status(f"trainjob {self.name}: submitted")
+        return self._status
+
+    def __call__(self, phase: str, message: str) -> None:
+        text = f"trainjob {self.name}: {phase}" + (f" ({message})" if message else "")
+        if self._status is not None:
+            self._status.update(text)
+        else:
+            output.info(text)
+
+
+def _remaining(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def _stream_in_background(cluster: Cluster, pod: str) -> threading.Thread:
+    def pump() -> None:
+        try:
+            copy_stream(cluster, pod)
+        except (errors.ApiError, ServerUnavailable) as exc:  # the job's outcome still decides the exit code
+            output.info(f"log stream of {pod} ended early: {exc}")
+
+    thread = threading.Thread(target=pump, name=f"log-{pod}", daemon=True)
+    thread.start()
+    return thread
+
+
+def follow_job(cluster: Cluster, name: str, timeout: float | None) -> Outcome:
+    """Wait for the launcher, stream its log to stdout, and return how the job ended."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    progress = Progress(name)
+    with progress.spinner():
+        launcher = wait_for_launcher(cluster, name, timeout=_remaining(deadline), progress=progress)
+    stream = None
+    if launcher is not None:
+        output.info(f"trainjob {name}: launcher {launcher['metadata']['name']} started; its log follows")
+        stream = _stream_in_background(cluster, launcher["metadata"]["name"])
+    result = wait_for_finish(cluster, name, timeout=_remaining(deadline))
+    if stream is not None:
+        stream.join(LOG_DRAIN_SECONDS)
+    return result
+
+
+@handles_errors
+def run(
+    ctx: typer.Context,
+    filename: FileOpt,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Give up after this many seconds "
+                                                     "(exit 6; the job keeps running).", show_default=False)] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Delete an existing TrainJob of the same name "
+                                          "first.")] = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+) -> None:
+    """Create the TrainJob in FILE, stream its launcher's log; exit 0 if it Completes, 1 if it Fails."""
+    objects = load_all(filename)
+    jobs = [o for o in objects if isinstance(o, dict) and o.get("kind") == "TrainJob"]
+    if len(jobs) != 1:
+        raise errors.ApiError(
+            400, "BadRequest", f"run needs exactly one TrainJob in {', '.join(filename)}, found {len(jobs)}; "
+            "use `mpijob create -f` for several"
+        )
+    with connect(ctx, kubeconfig, context, namespace) as cluster:
+        name = (jobs[0].get("metadata") or {}).get("name")
+        if replace and name:
+            ns = (jobs[0].get("metadata") or {}).get("namespace")
+            try:
+                cluster.delete_trainjob(name, ns)
+                output.info(f"trainjob {name}: deleted the previous run (--replace)")
+                wait_until_gone(cluster, name, ns)
+            except errors.ApiError as exc:
+                if exc.code != 404:
+                    raise
+        created = create_all(cluster, objects, namespace or globals_of(ctx).namespace)
+        for obj in created:
+            output.info(f"{display_name(resource_for(obj), obj['metadata']['name'])} created")
+        job = next(o for o in created if o.get("kind") == "TrainJob")
+        name = job["metadata"]["name"]
+        cluster.namespace = job["metadata"].get("namespace") or cluster.namespace
+        try:
+            result = follow_job(cluster, name, timeout)
+        except KeyboardInterrupt:
+            output.info(f"interrupted; trainjob {name} keeps running: `mpijob logs {name} -f` to follow it, "
+                        f"`mpijob delete trainjob {name}` to stop it")
+            raise typer.Exit(130) from None
+    if result.succeeded:
+        output.info(f"trainjob {name}: Complete ({result.reason or 'ok'})")
+        return
+    output.info(f"error: trainjob {name} failed ({result.reason}): {result.message}")
+    raise typer.Exit(int(Exit.JOB_FAILED))

@@ -1,0 +1,147 @@
+"""The ASGI application: routes, error mapping, authentication and the lifespan that opens the store,
+bootstraps the cluster and runs the controllers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from mpijob.api.errors import ApiError
+from mpijob.server import admission, bootstrap, openapi
+from mpijob.server.auth import BearerAuth
+from mpijob.server.http import json_response, status_response
+from mpijob.server.routes import crud, discovery
+from mpijob.server.routes.paths import Discovery, not_found_path, parse
+from mpijob.server.state import Cluster
+from mpijob.store.home import Home
+from mpijob.store.objects import Store
+
+log = logging.getLogger("mpijob.server")
+
+NO_CONTROLLERS_ENV = "MPIJOB_NO_CONTROLLERS"
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def controllers_enabled() -> bool:
+    return os.environ.get(NO_CONTROLLERS_ENV, "") not in ("1", "true", "True")
+
+
+def create_app(home: Home) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = Store(home.db)
+        cluster = Cluster(home=home, store=store)
+        app.state.cluster = cluster
+        admission.warm()
+        bootstrap.run(store)
+        if controllers_enabled():
+            from mpijob.controllers.manager import Manager
+
+            cluster.manager = Manager(store, cluster.logs, home)
+            await cluster.manager.start()
+            cluster.sandbox_mode = str(getattr(cluster.manager, "sandbox_mode", "unknown"))
+        try:
+            yield
+        finally:
+            cluster.stopping.set()
+            if cluster.manager is not None:
+                await cluster.manager.stop()
+            store.close()
+
+    app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
+    _routes(app)
+    _error_handlers(app)
+    app.add_middleware(BearerAuth, tokens_file=home.tokens)
+    return app
+
+
+def _cluster(request: Request) -> Cluster:
+    return request.app.state.cluster  # type: ignore[no-any-return]
+
+
+def _routes(app: FastAPI) -> None:
+    @app.get("/healthz")
+    @app.get("/readyz")
+    @app.get("/livez")
+    async def healthz() -> Response:
+        return PlainTextResponse("ok")
+
+    @app.get("/version")
+    async def version() -> Response:
+        return json_response(discovery.version())
+
+    @app.get("/openapi/v3")
+    async def openapi_root() -> Response:
+        return json_response(openapi.root())
+
+    @app.get("/openapi/v3/{path:path}")
+    async def openapi_gv(path: str) -> Response:
+        parts = path.strip("/").split("/")
+        doc = None
+        if len(parts) == 2 and parts[0] == "api":
+            doc = openapi.group_version("", parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            doc = openapi.group_version(parts[1], parts[2])
+        if doc is None:
+            raise not_found_path(f"/openapi/v3/{path}")
+        return json_response(doc)
+
+    @app.api_route("/api", methods=METHODS)
+    @app.api_route("/api/{rest:path}", methods=METHODS)
+    async def core(request: Request, rest: str = "") -> Response:
+        return await _dispatch(request, "api", rest)
+
+    @app.api_route("/apis", methods=METHODS)
+    @app.api_route("/apis/{rest:path}", methods=METHODS)
+    async def named(request: Request, rest: str = "") -> Response:
+        return await _dispatch(request, "apis", rest)
+
+
+async def _dispatch(request: Request, prefix: str, rest: str) -> Response:
+    target = parse(prefix, rest)
+    if isinstance(target, Discovery):
+        if request.method != "GET":
+            raise ApiError(405, "MethodNotAllowed", f"the server does not allow {request.method} here")
+        return json_response(_discovery_doc(prefix, rest, target))
+    return await crud.handle(request, _cluster(request), target)
+
+
+def _discovery_doc(prefix: str, rest: str, d: Discovery) -> dict:  # type: ignore[type-arg]
+    doc = None
+    if prefix == "api" and d.version is None:
+        doc = discovery.api_versions()
+    elif prefix == "apis" and not d.group:
+        doc = discovery.api_group_list()
+    elif d.version is None:
+        doc = discovery.api_group(d.group)
+    else:
+        doc = discovery.api_resource_list(d.group, d.version)
+    if doc is None:
+        raise not_found_path(f"/{prefix}/{rest}")
+    return doc
+
+
+def _error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> Response:
+        return status_response(exc)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        reason = {404: "NotFound", 405: "MethodNotAllowed"}.get(exc.status_code, "BadRequest")
+        message = "the server could not find the requested resource" if exc.status_code == 404 else str(exc.detail)
+        return status_response(ApiError(exc.status_code, reason, message))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("internal error serving %s %s", request.method, request.url.path)
+        return status_response(ApiError(500, "InternalError", f"an internal error occurred serving "
+                                        f"{request.method} {request.url.path}; see the server log"))

@@ -1,0 +1,89 @@
+"""`watch=true`: a chunked stream of newline-delimited `{"type", "object"}` events.
+
+Without a resourceVersion (or with "0") the stream starts with a synthetic ADDED per existing object,
+as kube-apiserver does; with one it replays the store's change log after it. A version older than
+the kept history is reported in-stream as an ERROR event with a 410 Expired Status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+from mpijob.api import tables
+from mpijob.api.errors import ApiError
+from mpijob.api.resources import Resource
+from mpijob.api.selectors import Requirement
+from mpijob.server.http import JSON
+from mpijob.server.state import Cluster
+
+DEFAULT_TIMEOUT = 1800.0
+POLL = 1.0  # how often an idle stream checks for server shutdown
+
+_END = object()
+
+
+def stream(
+    request: Request,
+    cluster: Cluster,
+    res: Resource,
+    namespace: str | None,
+    labels: list[Requirement],
+    fields: list[Requirement],
+    *,
+    since: str | None,
+    timeout: int | None,
+    table: bool,
+    include_object: str,
+) -> StreamingResponse:
+    def encode(kind: str, obj: dict[str, Any]) -> bytes:
+        if table and kind != "ERROR":
+            obj = tables.table(res, [obj], obj.get("metadata", {}).get("resourceVersion", ""),
+                               include_object=include_object)
+        return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+    async def events() -> AsyncIterator[bytes]:
+        start = since
+        if not since or since == "0":
+            items, start = cluster.store.list(res, namespace, labels, fields)
+            for obj in items:
+                yield encode("ADDED", obj)
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for event in cluster.store.watch(res, namespace, start, labels, fields):
+                    await queue.put(event)
+            except ApiError as err:
+                await queue.put(err)
+            finally:
+                await queue.put(_END)
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (timeout if timeout and timeout > 0 else DEFAULT_TIMEOUT)
+        task = asyncio.create_task(pump())
+        try:
+            while not cluster.stopping.is_set():
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return
+                try:
+                    item = await asyncio.wait_for(queue.get(), min(remaining, POLL))
+                except asyncio.TimeoutError:
+                    continue
+                if item is _END:
+                    return
+                if isinstance(item, ApiError):
+                    yield encode("ERROR", item.to_status())
+                    return
+                kind, obj = item
+                yield encode(kind, obj)
+        finally:
+            task.cancel()
+
+    return StreamingResponse(events(), media_type=JSON, headers={"Cache-Control": "no-cache, private"})

@@ -1,0 +1,147 @@
+"""Rendered Secret, ConfigMap and Pods: PARITY §2 names and shapes, checked against published Kubernetes
+models (strict schema from the upstream Python models + the `kubernetes` client's deserializer), and the
+generated key pair checked with the real OpenSSH `ssh-keygen`."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+
+import jsonschema
+import pytest
+from kubernetes.client import ApiClient
+
+from mpijob.api.plan import (
+    generate_ssh_keypair,
+    owner_reference,
+    render_hostfile_configmap,
+    render_pod,
+    render_secret,
+    resolve,
+)
+from mpijob.api.runtimes import bundled
+from mpijob.api.schema import _simplify, _strip_nulls
+
+
+class _Response:
+    def __init__(self, obj: dict):
+        self.data = json.dumps(obj)
+
+
+def k8s(obj: dict, kind: str):
+    """Deserialize with the official client, as a client of the local cluster would."""
+    return ApiClient().deserialize(_Response(obj), kind)
+
+
+def assert_strict(obj: dict, model_name: str) -> None:
+    from kubeflow_trainer_api import models
+
+    schema = _simplify(getattr(models, model_name).model_json_schema(by_alias=True))
+    errors = [f"{list(e.absolute_path)}: {e.message}"
+              for e in jsonschema.Draft202012Validator(schema).iter_errors(_strip_nulls(obj))]
+    assert errors == []
+
+
+@pytest.fixture(scope="module")
+def keypair() -> tuple[str, str]:
+    return generate_ssh_keypair()
+
+
+@pytest.fixture
+def job(make_trainjob):
+    tj = make_trainjob(numNodes=3, command=["mpirun", "hostname"], env=[{"name": "A", "value": "1"}])
+    return tj, resolve(tj, bundled()[0]), owner_reference(tj)
+
+
+def test_owner_reference(make_trainjob):
+    tj = make_trainjob()
+    assert owner_reference(tj) == {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "pi",
+                                   "uid": tj["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+
+
+def test_secret(job, keypair):
+    _, plan, owner = job
+    private, public = keypair
+    s = render_secret(plan, private, public, owner)
+    assert s["metadata"]["name"] == "pi-mpi-ssh-auth" and s["metadata"]["namespace"] == "default"
+    assert s["type"] == "kubernetes.io/ssh-auth" and s["immutable"] is True
+    assert s["metadata"]["ownerReferences"] == [owner]
+    assert base64.b64decode(s["data"]["ssh-privatekey"]).decode() == private
+    assert base64.b64decode(s["data"]["ssh-publickey"]).decode() == public
+    assert_strict(s, "IoK8sApiCoreV1Secret")
+    assert k8s(s, "V1Secret").type == "kubernetes.io/ssh-auth"
+
+
+def test_hostfile_configmap(job):
+    _, plan, owner = job
+    cm = render_hostfile_configmap(plan, owner)
+    assert cm["metadata"]["name"] == "pi-mpi-hostfile" and cm["metadata"]["ownerReferences"] == [owner]
+    assert cm["data"] == {"hostfile": "pi-node-0-0.pi slots=1\npi-node-0-1.pi slots=1\npi-launcher-0-0.pi slots=1\n"}
+    assert_strict(cm, "IoK8sApiCoreV1ConfigMap")
+    assert k8s(cm, "V1ConfigMap").data["hostfile"].endswith("\n")
+
+
+def test_launcher_pod(job):
+    _, plan, owner = job
+    launcher = plan.pods[-1]
+    pod = render_pod(plan, launcher, owner)
+    assert_strict(pod, "IoK8sApiCoreV1Pod")
+    v1 = k8s(pod, "V1Pod")
+    assert v1.metadata.name == launcher.name and v1.metadata.owner_references[0].uid == owner["uid"]
+    assert v1.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"] == "launcher"
+    assert (v1.spec.hostname, v1.spec.subdomain, v1.spec.restart_policy) == ("pi-launcher-0-0", "pi", "Never")
+    assert v1.status.phase == "Pending"
+    (c,) = v1.spec.containers
+    assert c.name == "node" and c.command == ["mpirun", "hostname"] and c.security_context.run_as_user == 1000
+    assert {e.name: e.value for e in c.env}["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"
+    mounts = {m.name: m.mount_path for m in c.volume_mounts}
+    assert mounts == {"mpi-ssh-auth": "/home/mpiuser/.ssh", "mpi-hostfile": "/etc/mpi"}
+    volumes = {v.name: v for v in v1.spec.volumes}
+    assert volumes["mpi-hostfile"].config_map.name == "pi-mpi-hostfile"
+    assert [(i.key, i.path, i.mode) for i in volumes["mpi-hostfile"].config_map.items] == [
+        ("hostfile", "hostfile", 0o444)]
+    secret = volumes["mpi-ssh-auth"].secret
+    assert secret.secret_name == "pi-mpi-ssh-auth"
+    assert [(i.key, i.path) for i in secret.items] == [
+        ("ssh-privatekey", "id_rsa"), ("ssh-publickey", "id_rsa.pub"), ("ssh-publickey", "authorized_keys")]
+
+
+def test_node_pod(job):
+    _, plan, owner = job
+    pod = render_pod(plan, plan.pods[1], owner)
+    assert_strict(pod, "IoK8sApiCoreV1Pod")
+    v1 = k8s(pod, "V1Pod")
+    (c,) = v1.spec.containers
+    assert c.command == ["/usr/sbin/sshd"] and c.readiness_probe.tcp_socket.port == 2222
+    assert [m.name for m in c.volume_mounts] == ["mpi-ssh-auth"]  # no hostfile on nodes
+    assert v1.spec.hostname == "pi-node-0-1"
+    assert {e.name: e.value for e in c.env}["JOB_COMPLETION_INDEX"] == "1"
+    assert v1.metadata.labels["batch.kubernetes.io/job-completion-index"] == "1"
+
+
+def test_render_does_not_share_state_with_the_plan(job):
+    _, plan, owner = job
+    pod = render_pod(plan, plan.pods[0], owner)
+    pod["spec"]["containers"][0]["env"].append({"name": "X", "value": "y"})
+    pod["metadata"]["labels"]["x"] = "y"
+    again = render_pod(plan, plan.pods[0], owner)
+    assert "x" not in again["metadata"]["labels"]
+    assert all(e["name"] != "X" for e in again["spec"]["containers"][0]["env"])
+
+
+def test_keypair_is_ecdsa_p521_readable_by_openssh(keypair, tmp_path):
+    private, public = keypair
+    assert private.startswith("-----BEGIN EC PRIVATE KEY-----")
+    assert public.startswith("ecdsa-sha2-nistp521 ") and public.endswith("\n")
+    key = tmp_path / "id_rsa"
+    key.write_text(private)
+    os.chmod(key, 0o600)
+    derived = subprocess.run(["ssh-keygen", "-y", "-f", str(key)], capture_output=True, text=True, timeout=30,
+                             check=True).stdout
+    assert derived.split()[:2] == public.split()[:2]
+    fingerprint = subprocess.run(["ssh-keygen", "-l", "-f", str(key)], capture_output=True, text=True, timeout=30,
+                                 check=True).stdout
+    assert fingerprint.startswith("521 ") and "(ECDSA)" in fingerprint
+    assert generate_ssh_keypair()[1] != public  # fresh per call

@@ -1,0 +1,57 @@
+"""Identity: TLS with the server's own CA, bearer tokens, file modes, the written kubeconfig."""
+
+from __future__ import annotations
+
+import base64
+import ssl
+import stat
+
+import httpx
+import pytest
+import yaml
+from cryptography import x509
+
+
+def test_requests_without_or_with_wrong_token_are_401(connect) -> None:  # type: ignore[no-untyped-def]
+    for token in ("", "not-the-token"):
+        with connect(token=token) as c:
+            for path in ("/api/v1/namespaces/default/configmaps", "/version", "/apis", "/openapi/v3"):
+                resp = c.get(path)
+                assert resp.status_code == 401, path
+                assert resp.json()["kind"] == "Status" and resp.json()["reason"] == "Unauthorized"
+
+
+def test_plain_http_and_unknown_ca_are_refused(server) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(server.url.replace("https://", "http://") + "/healthz", timeout=5)
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(server.url + "/healthz", verify=ssl.create_default_context(), timeout=5)
+
+
+def test_serving_certificate_names_loopback(server) -> None:  # type: ignore[no-untyped-def]
+    cert = x509.load_pem_x509_certificate((server.home / "tls" / "server.crt").read_bytes())
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "localhost" in sans.get_values_for_type(x509.DNSName)
+    assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+
+
+def test_secret_files_are_private(server) -> None:  # type: ignore[no-untyped-def]
+    for rel in ("kubeconfig", "tokens.csv", "tls/ca.key", "tls/server.key"):
+        mode = stat.S_IMODE((server.home / rel).stat().st_mode)
+        assert mode == 0o600, f"{rel} has mode {oct(mode)}"
+
+
+def test_kubeconfig_shape(server) -> None:  # type: ignore[no-untyped-def]
+    config = yaml.safe_load(server.kubeconfig.read_text())
+    assert config["current-context"] == "mpijob-local"
+    (cluster,) = config["clusters"]
+    assert cluster["name"] == "mpijob-local" and cluster["cluster"]["server"] == server.url
+    assert server.url.startswith("https://127.0.0.1:")
+    ca = base64.b64decode(cluster["cluster"]["certificate-authority-data"])
+    assert ca == (server.home / "tls" / "ca.crt").read_bytes()
+    (user,) = config["users"]
+    assert user["name"] == "mpijob-admin" and user["user"]["token"]
+    token_line = (server.home / "tokens.csv").read_text().splitlines()[0]
+    assert token_line.split(",")[:2] == [user["user"]["token"], "mpijob-admin"]
+    (ctx,) = config["contexts"]
+    assert ctx["context"] == {"cluster": "mpijob-local", "user": "mpijob-admin", "namespace": "default"}
