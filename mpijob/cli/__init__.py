@@ -1,0 +1,1 @@
+"""The `mpijob` command line (typer + rich); entry point `mpijob.cli.main:app`."""

@@ -7,6 +7,8 @@ The options are accepted both before the command (`mpijob -n x get pods`) and af
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Optional, ParamSpec, TypeVar
@@ -70,5 +72,9 @@ def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
         except KeyboardInterrupt:
             output.info("interrupted")
             raise typer.Exit(130) from None
+        except BrokenPipeError:  # `mpijob logs x | head`: the reader has all it wanted
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # so the exit-time flush does not complain
+            raise typer.Exit(0) from None
 
     return inner

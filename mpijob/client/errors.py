@@ -6,7 +6,6 @@ trip through the `Status` body); transport failures become `ServerUnavailable`.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
@@ -68,21 +67,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def translate(url: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Decorator: turn `ApiException` into `ApiError` and transport errors into `ServerUnavailable`."""
-
-    def wrap(fn: Callable[P, R]) -> Callable[P, R]:
-        @functools.wraps(fn)
-        def inner(*args: P.args, **kwargs: P.kwargs) -> R:
-            return call(url, fn, *args, **kwargs)
-
-        return inner
-
-    return wrap
-
-
 def call(url: str, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-    """Run one client call with errors translated (see `translate`)."""
+    """Run one client call: `ApiException` → `ApiError`, transport errors → `ServerUnavailable`."""
     try:
         return fn(*args, **kwargs)
     except ApiException as exc:

@@ -8,6 +8,7 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException
@@ -114,8 +115,8 @@ async def _dispatch(request: Request, prefix: str, rest: str) -> Response:
     return await crud.handle(request, _cluster(request), target)
 
 
-def _discovery_doc(prefix: str, rest: str, d: Discovery) -> dict:  # type: ignore[type-arg]
-    doc = None
+def _discovery_doc(prefix: str, rest: str, d: Discovery) -> dict[str, Any]:
+    doc: dict[str, Any] | None
     if prefix == "api" and d.version is None:
         doc = discovery.api_versions()
     elif prefix == "apis" and not d.group:

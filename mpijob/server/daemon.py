@@ -73,7 +73,7 @@ def run(home: Home) -> None:
             app, ssl_certfile=str(files.cert), ssl_keyfile=str(files.key), log_level="warning",
             access_log=False, timeout_graceful_shutdown=5, lifespan="on", timeout_keep_alive=30,
         )
-        server = _Server(config, app)
+        server = _server_class()(config)
         asyncio.run(_serve(server, sock, home, url))
     finally:
         home.state_file.unlink(missing_ok=True)
@@ -81,29 +81,42 @@ def run(home: Home) -> None:
         lock.close()
 
 
-class _Server:
-    """uvicorn.Server that also tells open watch/log streams to end when a signal arrives."""
+def _server_class() -> Any:
+    """uvicorn.Server that ends open watch/log streams on a signal and closes connections that go
+    idle during shutdown (a finished watch leaves a keep-alive connection the stock server waits on)."""
+    import uvicorn
 
-    def __new__(cls, config: Any, app: Any) -> Any:
-        import uvicorn
+    class Server(uvicorn.Server):  # type: ignore[misc]
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            cluster = getattr(self.config.app.state, "cluster", None)
+            if cluster is not None:
+                cluster.stopping.set()
+            super().handle_exit(sig, frame)
 
-        class Server(uvicorn.Server):
-            def handle_exit(self, sig: int, frame: Any) -> None:
-                cluster = getattr(app.state, "cluster", None)
-                if cluster is not None:
-                    cluster.stopping.set()
-                super().handle_exit(sig, frame)
+        async def _wait_tasks_to_complete(self) -> None:
+            while self.server_state.connections and not self.force_exit:
+                for conn in list(self.server_state.connections):
+                    cycle = getattr(conn, "cycle", None)
+                    if cycle is None or cycle.response_complete:
+                        conn.transport.abort()  # idle: a TLS close would wait for the client's reply
+                    else:
+                        conn.shutdown()
+                await asyncio.sleep(0.1)
+            await super()._wait_tasks_to_complete()
 
-        return Server(config)
+    return Server
 
 
 async def _serve(server: Any, sock: Any, home: Home, url: str) -> None:
+    # uvicorn re-raises the signal that stopped it under the previous handler once it is done; make
+    # that handler a graceful one so `run`'s cleanup still happens instead of the default death.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, server.handle_exit)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started and not task.done():
         await asyncio.sleep(0.02)
     if server.started:
-        cluster = server.config.app.state.cluster if hasattr(server.config.app, "state") else None
-        mode = cluster.sandbox_mode if cluster is not None else "none"
+        mode = server.config.app.state.cluster.sandbox_mode
         _write_json(home.state_file, {"pid": os.getpid(), "url": url, "sandbox_mode": mode,
                                       "version": mpijob.__version__, "kubeconfig": str(home.kubeconfig)})
         log.info("mpijob server ready at %s (home %s, sandbox %s)", url, home.root, mode)

@@ -17,6 +17,7 @@ from starlette.responses import Response
 from mpijob.api.errors import ApiError, bad_request
 
 JSON = "application/json"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 _TRUE = {"1", "t", "T", "true", "TRUE", "True"}
 _FALSE = {"0", "f", "F", "false", "FALSE", "False"}
@@ -70,6 +71,10 @@ async def read_body(request: Request, *, yaml_ok: bool = False) -> Any:
     if not raw.strip():
         raise bad_request("the request body is empty: send a JSON object")
     ctype = request.headers.get("content-type", JSON).split(";")[0].strip()
+    if ctype == PROTOBUF:
+        from mpijob.server.protobuf import decode
+
+        return decode(raw)
     if "protobuf" in ctype or "cbor" in ctype:
         raise ApiError(415, "UnsupportedMediaType",
                        f"the body of the request was in an unknown format ({ctype}): send application/json")

@@ -77,3 +77,23 @@ def test_pi_program_computes_pi_with_mpi_reduce() -> None:
     program = trainer["command"][3]
     compile(program, "pi.py", "exec")
     assert "from mpi4py import MPI" in program and "comm.reduce(" in program
+
+
+def test_pi_program_runs_under_real_mpirun(tmp_path: Path) -> None:
+    """The inline program itself, under Debian's mpirun on this machine (no cluster involved)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    program = yaml.safe_load((EXAMPLES / "pi.yaml").read_text())["spec"]["trainer"]["command"][3]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1", PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe")
+    mpirun = shutil.which("mpirun")
+    assert mpirun is not None, "Open MPI's mpirun is missing: `make test` installs openmpi-bin"
+    p = subprocess.run([mpirun, "-np", "2", sys.executable, "-c", program], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "rank 0 of 2" in p.stdout and "rank 1 of 2" in p.stdout
+    line = next(line for line in p.stdout.splitlines() if line.startswith("pi ~= "))
+    assert float(line.split()[2]) == pytest.approx(3.141592653589793, abs=1e-9)

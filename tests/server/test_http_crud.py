@@ -253,3 +253,16 @@ def test_secret_crud_and_delete_collection(http: httpx.Client) -> None:
     resp = http.request("DELETE", SECRETS, params={"labelSelector": f"grp={label}"})
     assert resp.status_code == 200 and len(resp.json()["items"]) == 3
     assert http.get(SECRETS, params={"labelSelector": f"grp={label}"}).json()["items"] == []
+
+
+def test_protobuf_bodies_only_for_known_kinds(http: httpx.Client) -> None:
+    headers = {"Content-Type": "application/vnd.kubernetes.protobuf"}
+    assert_status(http.post(CM, content=b"not-k8s", headers=headers), 400, "BadRequest")
+    # envelope: typeMeta{apiVersion: v1, kind: Pod}, raw empty
+    type_meta = b"\x0a\x02v1\x12\x03Pod"
+    body = b"k8s\x00" + b"\x0a" + bytes([len(type_meta)]) + type_meta
+    resp = http.post("/api/v1/namespaces/default/pods", content=body, headers=headers)
+    assert_status(resp, 415, "UnsupportedMediaType")
+    assert "application/json" in resp.json()["message"]
+    cbor = http.post(CM, content=b"\xa0", headers={"Content-Type": "application/cbor"})
+    assert_status(cbor, 415, "UnsupportedMediaType")

@@ -1,0 +1,41 @@
+"""Table cells and ages as kubectl renders them."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from mpijob.cli import views
+
+NOW = datetime(2026, 1, 10, 12, 0, 0, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(
+    "seconds, text",
+    [(0, "0s"), (45, "45s"), (119, "119s"), (150, "2m30s"), (300, "5m"), (42 * 60, "42m"),
+     (3 * 3600 + 600, "3h10m"), (20 * 3600, "20h"), (3 * 86400 + 4 * 3600, "3d4h"), (40 * 86400, "40d"),
+     (-5, "<invalid>")],
+)
+def test_human_duration(seconds: int, text: str) -> None:
+    assert views.human_duration(seconds) == text
+
+
+def test_trainjob_row_and_runtime_fallback() -> None:
+    created = (NOW - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    job = {"metadata": {"name": "pi", "creationTimestamp": created},
+           "spec": {"runtimeRef": {"name": "mpi-distributed"}, "trainer": {}}}
+    runtime = {"spec": {"mlPolicy": {"numNodes": 2}}}
+    assert views.trainjob_row(job, [], runtime, False, NOW) == ["pi", "Queued", "2", "5m"]
+    wide = views.trainjob_row(job, [], None, True, NOW)
+    assert wide[2] == "-" and wide[4] == "ClusterTrainingRuntime/mpi-distributed"
+
+
+def test_pod_row() -> None:
+    pod = {"metadata": {"name": "pi-node-0-0-abcde", "creationTimestamp": "2026-01-10T11:59:30Z",
+                        "labels": {"jobset.sigs.k8s.io/replicatedjob-name": "node",
+                                   "jobset.sigs.k8s.io/jobset-name": "pi"}},
+           "spec": {"containers": [{"name": "node"}]},
+           "status": {"phase": "Running", "containerStatuses": [
+               {"name": "node", "ready": True, "restartCount": 0, "state": {"running": {}}}]}}
+    assert views.pod_row(pod, True, NOW) == ["pi-node-0-0-abcde", "1/1", "Running", "0", "30s", "node", "pi"]
