@@ -31,6 +31,7 @@ from mpijob.api.plan import PodPlan, RunPlan
 NAMESPACE, PROCESS = "namespace", "process"
 SSH_PORT = 2222
 SSHD = shutil.which("sshd", path="/usr/sbin:/usr/bin:/sbin:/bin") or "/usr/sbin/sshd"
+STAGE = Path("/run/mpijob-stage")  # mount point for the _reachable() staging binds, inside pods only
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Local-cluster additions to every pod's environment: MPI traffic stays on loopback.
 LOOPBACK_MCA = {
@@ -211,6 +212,7 @@ class JobFiles:
             script.append(f"mkdir -p {shlex.quote(dst)} 2>/dev/null || true")
             flag = "--bind -o ro" if dst in ("/etc/mpi",) else "--bind"
             script.append(f"mount {flag} {shlex.quote(str(src))} {shlex.quote(dst)}")
+        script += self._reachable(user)
         script.append(f"hostname {shlex.quote(pod.hostname)}")
         if run_sshd:
             script.append(f"exec {SSHD} -D -e -f {shlex.quote(str(d / 'sshd_config'))}")
@@ -223,6 +225,23 @@ class JobFiles:
             "unshare", "--mount", "--pid", "--uts", "--fork", "--kill-child", "--propagation", "private", "--",
             "/bin/sh", "-c", "\n".join(script), pod.hostname, *command,
         ]
+
+    def _reachable(self, user: User) -> list[str]:
+        """Let a non-root pod reach the server's Python and the job directory when they sit under a
+        directory it cannot enter (pyenv or MPIJOB_HOME under a 0700 /root): inside the pod only, that
+        directory becomes a tmpfs holding just those paths, bound back from a staging mount."""
+        needed = [Path(sys.base_prefix), Path(sys.prefix), self.root]
+        blocked = {b for p in needed if user.uid and (b := _closed_ancestor(p))}
+        lines = []
+        for top in sorted(blocked):
+            stage = STAGE / top.relative_to("/")
+            lines.append(f"mkdir -p {shlex.quote(str(stage))} && mount --bind {shlex.quote(str(top))} {shlex.quote(str(stage))}")
+            lines.append(f"mount -t tmpfs -o mode=0755 tmpfs {shlex.quote(str(top))}")
+            for p in needed:
+                if p.is_relative_to(top) and p != top:
+                    src, dst = shlex.quote(str(stage / p.relative_to(top))), shlex.quote(str(p))
+                    lines.append(f"mkdir -p {dst} && mount --bind {src} {dst}")
+        return lines
 
     def sshd_argv(self, pod: PodPlan) -> list[str]:
         return [SSHD, "-D", "-e", "-f", str(self.pod_dir(pod) / "sshd_config")]
@@ -237,6 +256,14 @@ class JobFiles:
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _closed_ancestor(path: Path) -> Path | None:
+    """The first directory on the way to `path` that other users cannot enter."""
+    for parent in reversed(path.parents):
+        if parent != Path("/") and not os.stat(parent).st_mode & 0o001:
+            return parent
+    return None
 
 
 def _write(path: Path, text: str, mode: int) -> None:
