@@ -9,7 +9,9 @@ import secrets
 from typing import Any
 
 from mpijob.api.errors import Cause, bad_request, invalid
-from mpijob.api.resources import Resource
+from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, TRAINJOBS, Resource
+from mpijob.api.trainjob import check_runtime_ref
+from mpijob.store.objects import Store
 
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SUBDOMAIN_HELP = (
@@ -71,6 +73,20 @@ def check_name(res: Resource, obj: dict[str, Any], url_name: str | None = None) 
         raise invalid(res.kind, str(name), [Cause("metadata.name", f'Invalid value: "{name}": {_SUBDOMAIN_HELP}')],
                       res.group)
     return name
+
+
+def check_references(store: Store, res: Resource, obj: dict[str, Any]) -> None:
+    """A new TrainJob must name a runtime that exists and that the local cluster can run (422)."""
+    if res is not TRAINJOBS:
+        return
+    ref = obj.get("spec", {}).get("runtimeRef", {})
+    if ref.get("kind", "ClusterTrainingRuntime") == "TrainingRuntime":
+        kind, ns = TRAINING_RUNTIMES, obj["metadata"].get("namespace", "default")
+    else:
+        kind, ns = CLUSTER_TRAINING_RUNTIMES, ""
+    runtime = store.try_get(kind, ns, ref.get("name", ""))
+    available = [] if runtime else [r["metadata"]["name"] for r in store.list(kind, ns or None)[0]]
+    check_runtime_ref(obj, runtime, available)
 
 
 def admit(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:

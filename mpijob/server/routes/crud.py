@@ -128,6 +128,7 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
     ns = obj["metadata"].get("namespace", "")
     _require_namespace(cluster, res, ns)
     obj = admission.admit(res, _fresh(res, obj), None)
+    admission.check_references(cluster.store, res, obj)
     if cluster.store.try_get(res, ns, name) is not None:
         raise errors.already_exists(res.plural, name, res.group)
     if _dry_run(request):
