@@ -211,7 +211,7 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     try:  # a reused pid belongs to some other program
-        return b"mpijob.server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"mpijob" in Path(f"/proc/{pid}/cmdline").read_bytes()  # `-m mpijob.server` or `mpijob server run`
     except OSError:
         return True
 

@@ -1,0 +1,249 @@
+"""Start-up overhead of a 4-node hello TrainJob on the local cluster, against the same `mpirun` run by
+hand over freshly started sshds on the same machine in the same run.
+
+    .venv/bin/python bench/startup.py [--runs N]
+
+Prints one JSON object (see bench/README.md). Never asserts on the figures: exit 0 whenever both
+sides ran, exit 1 with a message on stderr when something failed to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import handrun  # noqa: E402 — the sibling module, found whether run from the repo root or bench/
+
+from mpijob.server import daemon  # noqa: E402
+from mpijob.store.home import Home  # noqa: E402
+
+NODES = 4
+TARGET_OVERHEAD_S = 0.5
+POLL_S = 0.01
+JOB_TIMEOUT_S = 120.0
+NAMESPACE = "default"
+TRAINJOBS = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{NAMESPACE}/trainjobs"
+RUNTIME = "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/mpi-distributed"
+
+
+class BenchError(RuntimeError):
+    """Something failed to run; printed on stderr, exit 1."""
+
+
+def hello_script(marker: str) -> str:
+    """What every rank runs, on both sides: one line with its rank and this run's marker."""
+    return f'echo "rank=$OMPI_COMM_WORLD_RANK size=$OMPI_COMM_WORLD_SIZE node=$(hostname) marker={marker}"'
+
+
+def trainjob(name: str, marker: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "runtimeRef": {"name": "mpi-distributed"},
+            "trainer": {"numNodes": NODES, "command": ["mpirun", "bash", "-c", hello_script(marker)]},
+        },
+    }
+
+
+def ranks_in(text: str, marker: str) -> int:
+    return len({r for line in text.splitlines() if (r := handrun.parse_rank(line, marker)) is not None})
+
+
+# -- ours: through the Kubernetes API ---------------------------------------------------------------
+
+
+def api_client(kubeconfig: Path) -> httpx.AsyncClient:
+    """An httpx client from the server's kubeconfig: its CA and its bearer token (never printed)."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    token = config["users"][0]["user"]["token"]
+    ctx = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    return httpx.AsyncClient(base_url=cluster["server"], verify=ctx, timeout=10.0,
+                             headers={"Authorization": f"Bearer {token}"})
+
+
+async def wait_runtime(client: httpx.AsyncClient, timeout: float = 30.0) -> None:
+    """The bundled `mpi-distributed` runtime is installed by the server on first start."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if (await client.get(RUNTIME)).status_code == 200:
+            return
+        await asyncio.sleep(0.1)
+    raise BenchError("the server never served ClusterTrainingRuntime mpi-distributed")
+
+
+async def run_ours(client: httpx.AsyncClient, index: int) -> handrun.Sample:
+    """POST the TrainJob, then poll the launcher log and the TrainJob every 10 ms."""
+    marker = uuid.uuid4().hex[:12]
+    name = f"bench-{index}-{marker[:6]}"
+    t0 = time.perf_counter()
+    resp = await client.post(TRAINJOBS, json=trainjob(name, marker))
+    if resp.status_code != 201:
+        raise BenchError(f"POST TrainJob {name} answered {resp.status_code}: {resp.text[:1000]}")
+    try:
+        ranks_at, complete_at = await asyncio.wait_for(
+            asyncio.gather(_poll_ranks(client, name, marker, t0), _poll_complete(client, name, t0)),
+            JOB_TIMEOUT_S,
+        )
+    except asyncio.TimeoutError:
+        job = (await client.get(f"{TRAINJOBS}/{name}")).text[-2000:]
+        raise BenchError(f"TrainJob {name} did not complete within {JOB_TIMEOUT_S:.0f}s:\n{job}") from None
+    finally:
+        await _delete(client, name)
+    return handrun.Sample(ranks_running_s=ranks_at, complete_s=complete_at)
+
+
+async def _poll_ranks(client: httpx.AsyncClient, name: str, marker: str, t0: float) -> float:
+    """Find the launcher pod (JobSet-style names end in a random suffix), then poll its log."""
+    pods = f"/api/v1/namespaces/{NAMESPACE}/pods"
+    selector = f"jobset.sigs.k8s.io/jobset-name={name},jobset.sigs.k8s.io/replicatedjob-name=launcher"
+    log_path = None
+    while True:
+        if log_path is None:
+            items = (await client.get(pods, params={"labelSelector": selector})).json().get("items") or []
+            if items:
+                log_path = f"{pods}/{items[0]['metadata']['name']}/log"
+        if log_path is not None:
+            resp = await client.get(log_path, params={"container": "node"})
+            if resp.status_code == 200 and ranks_in(resp.text, marker) == NODES:
+                return time.perf_counter() - t0
+        await asyncio.sleep(POLL_S)
+
+
+async def _poll_complete(client: httpx.AsyncClient, name: str, t0: float) -> float:
+    while True:
+        resp = await client.get(f"{TRAINJOBS}/{name}")
+        if resp.status_code == 200:
+            conditions = {c.get("type"): c for c in (resp.json().get("status") or {}).get("conditions") or []}
+            if conditions.get("Complete", {}).get("status") == "True":
+                return time.perf_counter() - t0
+            failed = conditions.get("Failed", {})
+            if failed.get("status") == "True":
+                raise BenchError(f"TrainJob {name} failed: {failed.get('reason')}: {failed.get('message')}")
+        await asyncio.sleep(POLL_S)
+
+
+async def _delete(client: httpx.AsyncClient, name: str, timeout: float = 60.0) -> None:
+    """Delete the TrainJob and wait until it and its pods are gone, so runs do not overlap."""
+    await client.request("DELETE", f"{TRAINJOBS}/{name}", json={"propagationPolicy": "Background"})
+    deadline = time.perf_counter() + timeout
+    selector = {"labelSelector": f"jobset.sigs.k8s.io/jobset-name={name}"}
+    while time.perf_counter() < deadline:
+        job = await client.get(f"{TRAINJOBS}/{name}")
+        pods = await client.get(f"/api/v1/namespaces/{NAMESPACE}/pods", params=selector)
+        if job.status_code == 404 and pods.status_code == 200 and not pods.json().get("items"):
+            return
+        await asyncio.sleep(0.05)
+    raise BenchError(f"TrainJob {name} or its pods were still there {timeout:.0f}s after DELETE")
+
+
+# -- figures -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Series:
+    ranks_running: list[float]
+    complete: list[float]
+
+    def add(self, s: handrun.Sample) -> None:
+        self.ranks_running.append(s.ranks_running_s)
+        self.complete.append(s.complete_s)
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        return {"ranks_running_s": _stats(self.ranks_running), "complete_s": _stats(self.complete)}
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3), "max": round(max(values), 3)}
+
+
+def report(runs: int, ours: Series, base: Series, sandbox_mode: str) -> dict[str, Any]:
+    """Overhead = median(ours) − median(baseline); the paired per-run median is given alongside."""
+    overhead = {
+        "ranks_running": round(statistics.median(ours.ranks_running) - statistics.median(base.ranks_running), 3),
+        "complete": round(statistics.median(ours.complete) - statistics.median(base.complete), 3),
+    }
+    paired = {
+        "ranks_running": round(statistics.median(o - b for o, b in zip(ours.ranks_running, base.ranks_running)), 3),
+        "complete": round(statistics.median(o - b for o, b in zip(ours.complete, base.complete)), 3),
+    }
+    return {
+        "runs": runs,
+        "nodes": NODES,
+        "ours": ours.summary(),
+        "baseline": base.summary(),
+        "overhead_s": overhead,
+        "target_overhead_s": TARGET_OVERHEAD_S,
+        "meets_target": all(v <= TARGET_OVERHEAD_S for v in overhead.values()),
+        "sandbox_mode": sandbox_mode,
+        "paired_overhead_median_s": paired,
+        "samples_s": {
+            "ours": {"ranks_running": _r(ours.ranks_running), "complete": _r(ours.complete)},
+            "baseline": {"ranks_running": _r(base.ranks_running), "complete": _r(base.complete)},
+        },
+    }
+
+
+def _r(values: list[float]) -> list[float]:
+    return [round(v, 3) for v in values]
+
+
+# -- main --------------------------------------------------------------------------------------------
+
+
+async def bench(runs: int, kubeconfig: Path, sandbox_mode: str) -> dict[str, Any]:
+    ours, base = Series([], []), Series([], [])
+    async with api_client(kubeconfig) as client:
+        await wait_runtime(client)
+        for i in range(runs):  # alternate, and swap who goes first, so both share the machine's noise
+            order = ("ours", "base") if i % 2 == 0 else ("base", "ours")
+            for side in order:
+                if side == "ours":
+                    ours.add(await run_ours(client, i))
+                else:
+                    marker = uuid.uuid4().hex[:12]
+                    base.add(await handrun.run(hello_script(marker), marker, NODES))
+    return report(runs, ours, base, sandbox_mode)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs of each side (default 5)")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        print(f"--runs: {args.runs} is not a positive number of runs; pass e.g. --runs 5", file=sys.stderr)
+        return 1
+    tmp = tempfile.TemporaryDirectory(prefix="mpijob-bench-home-")
+    home = Home(Path(tmp.name)).ensure()
+    try:
+        info = daemon.start(home)
+        result = asyncio.run(bench(args.runs, info.kubeconfig, info.sandbox_mode))
+    except (BenchError, handrun.BaselineError, daemon.ServerError, httpx.HTTPError, OSError) as exc:
+        print(f"bench/startup.py: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        daemon.stop(home)
+        tmp.cleanup()
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

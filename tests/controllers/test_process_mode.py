@@ -1,0 +1,98 @@
+"""The unprivileged fallback: a server run by a non-root user picks the `process` sandbox on its own,
+says so in `server status`, and still runs a real multi-node MPI job end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mpijob.server import daemon
+from mpijob.store.home import Home
+
+REPO = Path(__file__).resolve().parents[2]
+MPIJOB = str(Path(sys.executable).parent / "mpijob")
+USER, UID = "mpijob-ci", 23456
+
+
+def _ensure_user() -> None:
+    try:
+        pwd.getpwnam(USER)
+    except KeyError:
+        subprocess.run(["useradd", "-M", "-s", "/bin/bash", "-u", str(UID), USER], check=True)
+
+
+def _unprivileged(argv: list[str], env: dict[str, str]) -> list[str]:
+    """Run `argv` as USER. This interpreter may live under a 0700 /root (pyenv): in a private mount
+    namespace of the test only, /root becomes a tmpfs with just the interpreter bound back."""
+    prefix = Path(sys.base_prefix)
+    reach = ""
+    if prefix.is_relative_to("/root"):
+        reach = (f"mkdir -p /run/mpijob-test-stage && mount --bind /root /run/mpijob-test-stage && "
+                 f"mount -t tmpfs -o mode=0755 tmpfs /root && mkdir -p {prefix} && "
+                 f"mount --bind /run/mpijob-test-stage/{prefix.relative_to('/root')} {prefix} && ")
+    envs = " ".join(f"{k}={v}" for k, v in env.items())
+    script = f"{reach}exec setpriv --reuid={UID} --regid={UID} --clear-groups env -i {envs} " + " ".join(argv)
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+
+
+@pytest.fixture
+def unprivileged_server(tmp_path: Path) -> Iterator[Home]:
+    if os.geteuid() != 0:  # already unprivileged: the plain server is the fallback under test
+        home = Home(tmp_path / "home").ensure()
+        daemon.start(home, timeout=60)
+        yield home
+        daemon.stop(home)
+        return
+    _ensure_user()
+    root = Path(tempfile.mkdtemp(prefix="mpijob-fallback-"))  # pytest's tmp dirs are 0700 root
+    os.chown(root, UID, UID)
+    home = Home(root / "home")
+    env = {"HOME": str(root), "PATH": "/usr/bin:/bin", "MPIJOB_HOME": str(home.root)}
+    proc = subprocess.Popen(_unprivileged([MPIJOB, "server", "run"], env), cwd=root,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while daemon.status(home) is None:
+            assert proc.poll() is None, f"server exited early: {home.server_log}"
+            assert time.monotonic() < deadline, "server did not become ready"
+            time.sleep(0.1)
+        yield home
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_unprivileged_server_uses_process_mode_and_runs_a_job(unprivileged_server: Home, tmp_path: Path) -> None:
+    home = unprivileged_server
+    env = {**os.environ, "MPIJOB_HOME": str(home.root)}
+    env.pop("KUBECONFIG", None)
+
+    status = subprocess.run([MPIJOB, "server", "status", "-o", "json"], env=env, capture_output=True, text=True)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["sandbox_mode"] == "process"
+
+    job = yaml.safe_load((REPO / "examples" / "hello.yaml").read_text())
+    job["metadata"]["name"] = "fallback"
+    job["spec"]["trainer"]["command"][-1] += " user=$(id -un)"
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(job))
+    run = subprocess.run([MPIJOB, "run", "-f", str(path)], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    nodes = job["spec"]["trainer"]["numNodes"]
+    ranks = {line.split()[0] for line in run.stdout.splitlines() if line.startswith("rank=")}
+    assert ranks == {f"rank={i}" for i in range(nodes)}
+    assert run.stdout.count("greeting=hello-from-mpijob") == nodes  # trainer.env reached every rank
+    if os.geteuid() == 0:
+        assert f"user={USER}" in run.stdout  # ran as the server's own (unprivileged) user
