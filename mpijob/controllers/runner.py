@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.controllers import pods as kubelet
-from mpijob.controllers.sandbox import LOOPBACK_MCA, NAMESPACE, PROCESS, SSH_PORT, JobFiles, User, job_user, pod_path
+from mpijob.controllers.sandbox import ACCEPTED, LOOPBACK_MCA, NAMESPACE, PROCESS, SSH_PORT, JobFiles, User, job_user, pod_path
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
 
@@ -114,17 +114,28 @@ class JobRunner:
             if loop.time() > deadline:
                 raise NodeFailed(pod, None, f"did not accept the job key within {READY_TIMEOUT:.0f}s")
             if await _sshd_answers(ip, SSH_PORT):
-                probe = await asyncio.create_subprocess_exec(
-                    *self.files.ssh_probe(self.plan, pod, ip, user),
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.DEVNULL,
-                    stderr=asyncio.subprocess.DEVNULL,
-                )
-                if await probe.wait() == 0:
+                if await self._key_accepted(pod, ip, user):
                     if key == pod.name:
                         kubelet.set_running(self.store, self.plan.namespace, pod.name, ip, ready=True)
                     return
             await asyncio.sleep(PROBE_INTERVAL)
+
+    async def _key_accepted(self, pod: PodPlan, ip: str, user: User) -> bool:
+        probe = await asyncio.create_subprocess_exec(
+            *self.files.ssh_probe(self.plan, pod, ip, user),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        assert probe.stdout
+        try:
+            line = await asyncio.wait_for(probe.stdout.readline(), READY_TIMEOUT)
+        except asyncio.TimeoutError:
+            line = b""
+        if probe.returncode is None:
+            probe.kill()
+        await probe.wait()
+        return line.strip() == ACCEPTED.encode()
 
     async def run(self) -> Outcome:
         """Nodes first, the launcher once every node accepts the job key; then supervise."""

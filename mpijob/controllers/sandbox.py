@@ -30,6 +30,7 @@ from mpijob.api.plan import PodPlan, RunPlan
 
 NAMESPACE, PROCESS = "namespace", "process"
 SSH_PORT = 2222
+ACCEPTED = "mpijob-key-accepted"
 SSHD = shutil.which("sshd", path="/usr/sbin:/usr/bin:/sbin:/bin") or "/usr/sbin/sshd"
 STAGE = Path("/run/mpijob-stage")  # mount point for the _reachable() staging binds, inside pods only
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -247,11 +248,13 @@ class JobFiles:
         return [SSHD, "-D", "-e", "-f", str(self.pod_dir(pod) / "sshd_config")]
 
     def ssh_probe(self, plan: RunPlan, pod: PodPlan, ip: str, user: User) -> list[str]:
-        """`ssh … true` with the job key: succeeds only when this node accepts the job's key."""
+        """An ssh login with the job key that prints ACCEPTED once authenticated and opens no session
+        (a session costs the node a fork and a shell): proof that this node accepts the job's key."""
         return [
             "ssh", "-F", str(self.ssh_config), "-i", str(self.keys / "id_rsa"),
-            "-o", "ConnectTimeout=2", "-o", "IdentitiesOnly=yes",
-            "-l", user.name, "-p", str(SSH_PORT), ip, "true",
+            "-o", "ConnectTimeout=2", "-o", "IdentitiesOnly=yes", "-o", "KexAlgorithms=curve25519-sha256",
+            "-o", "PermitLocalCommand=yes", "-o", f"LocalCommand=echo {ACCEPTED}",
+            "-N", "-l", user.name, "-p", str(SSH_PORT), ip,
         ]
 
     def remove(self) -> None:

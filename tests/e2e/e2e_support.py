@@ -1,0 +1,215 @@
+"""Helpers for end-to-end tests (imported by name: tests have no packages, so this name is unique).
+
+Everything here talks to a real server over HTTPS, or looks at real processes in /proc. Waiting is
+always a poll against a deadline; a deadline that passes fails the test with what was last seen.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+KUBECTL = "/usr/bin/kubectl"
+TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
+JOBSET = "jobset.sigs.k8s.io/jobset-name"
+RJOB = "jobset.sigs.k8s.io/replicatedjob-name"
+UPSTREAM = Path("/work/shared/upstream/trainer")
+REPO = Path(__file__).resolve().parents[2]
+TAG = "E2E_JOB"  # trainer.env name every test job carries: it reaches every rank, so /proc finds them
+Obj = dict[str, Any]
+T = TypeVar("T")
+
+
+# -- objects -----------------------------------------------------------------------------------------
+
+
+def trainjob(name: str, command: list[str], *, num_nodes: int = 2, env: dict[str, str] | None = None,
+             runtime: str = "mpi-distributed") -> Obj:
+    """A TrainJob whose trainer.env carries `E2E_JOB=<name>` (see `job_processes`)."""
+    variables = [{"name": TAG, "value": name}] + [{"name": k, "value": v} for k, v in (env or {}).items()]
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": name},
+        "spec": {"runtimeRef": {"name": runtime},
+                 "trainer": {"numNodes": num_nodes, "env": variables, "command": command}},
+    }
+
+
+def create(c: httpx.Client, obj: Obj, namespace: str = "default") -> Obj:
+    r = c.post(f"{TRAINER}/namespaces/{namespace}/trainjobs", json=obj)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def get_trainjob(c: httpx.Client, name: str, namespace: str = "default") -> Obj:
+    r = c.get(f"{TRAINER}/namespaces/{namespace}/trainjobs/{name}")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def condition(tj: Obj, kind: str) -> Obj | None:
+    """The condition of type `kind` when it is True, else None."""
+    for c in (tj.get("status") or {}).get("conditions") or []:
+        if c["type"] == kind and c["status"] == "True":
+            return c
+    return None
+
+
+def finished(tj: Obj) -> bool:
+    return condition(tj, "Complete") is not None or condition(tj, "Failed") is not None
+
+
+# -- waiting -----------------------------------------------------------------------------------------
+
+
+def wait_for(probe: Callable[[], T], what: str, timeout: float = 60, interval: float = 0.05) -> T:
+    """Call `probe` until it returns something truthy; fail naming `what` and the last value."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        last = probe()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last seen: {last!r}")
+        time.sleep(interval)
+
+
+def wait_finished(c: httpx.Client, name: str, namespace: str = "default", timeout: float = 120) -> Obj:
+    def probe() -> Obj | None:
+        tj = get_trainjob(c, name, namespace)
+        return tj if finished(tj) else None
+
+    return wait_for(probe, f"TrainJob {namespace}/{name} to finish", timeout)
+
+
+def wait_log(c: httpx.Client, pod: str, want: Callable[[str], bool], namespace: str = "default",
+             timeout: float = 60) -> str:
+    """Poll a pod's log until `want(text)` holds; returns the text."""
+
+    def probe() -> str:
+        text = pod_log(c, pod, namespace)
+        return text if want(text) else ""
+
+    return wait_for(probe, f"log of {pod} to show the expected lines", timeout)
+
+
+# -- pods and logs -----------------------------------------------------------------------------------
+
+
+def job_pods(c: httpx.Client, name: str, namespace: str = "default") -> list[Obj]:
+    r = c.get(f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": f"{JOBSET}={name}"})
+    assert r.status_code == 200, r.text
+    return sorted(r.json()["items"], key=lambda p: p["metadata"]["name"])
+
+
+def by_role(pods: list[Obj], role: str) -> list[Obj]:
+    return [p for p in pods if p["metadata"]["labels"].get(RJOB) == role]
+
+
+def launcher_of(pods: list[Obj]) -> Obj:
+    launchers = by_role(pods, "launcher")
+    assert len(launchers) == 1, [p["metadata"]["name"] for p in pods]
+    return launchers[0]
+
+
+def pod_log(c: httpx.Client, pod: str, namespace: str = "default", **params: Any) -> str:
+    r = c.get(f"/api/v1/namespaces/{namespace}/pods/{pod}/log", params=params)
+    assert r.status_code == 200, r.text
+    return r.text
+
+
+def section(text: str, marker: str) -> str:
+    """The lines a job printed between `---<marker>---` and `---end-<marker>---`."""
+    start, end = f"---{marker}---\n", f"---end-{marker}---"
+    assert start in text and end in text, text
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def status_code(c: httpx.Client, path: str) -> int:
+    return c.get(path).status_code
+
+
+# -- processes ---------------------------------------------------------------------------------------
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def job_processes(name: str, namespace: str = "default", pods: Sequence[str] = (), job_dir: Path | None = None
+                  ) -> list[str]:
+    """Live processes of one job, as `"<pid> <cmdline>"`: anything whose environment carries the job's
+    `E2E_JOB` tag (every rank and orted: trainer.env reaches them) or a pod marker
+    `MPIJOB_POD=<ns>/<pod>`, and anything whose command line names the job directory (its sshds)."""
+    wanted = {f"{TAG}={name}".encode(), *(f"MPIJOB_POD={namespace}/{p}".encode() for p in pods)}
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        stat = _read(entry / "stat")
+        if b") Z " in stat or b") X " in stat:
+            continue  # a zombie has run its course; only its parent's wait is missing
+        cmdline = _read(entry / "cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
+        env = set(_read(entry / "environ").split(b"\0"))
+        if env & wanted or (job_dir is not None and str(job_dir) in cmdline):
+            found.append(f"{entry.name} {cmdline[:200]}")
+    return found
+
+
+def wait_no_processes(name: str, namespace: str = "default", pods: Sequence[str] = (), job_dir: Path | None = None,
+                      timeout: float = 5) -> None:
+    """Every process of the job is gone (a short grace: the kernel tears a PID namespace down after
+    its init has been reaped)."""
+    deadline = time.monotonic() + timeout
+    while left := job_processes(name, namespace, pods, job_dir):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"processes of job {name} still running {timeout:.0f}s after it ended:\n"
+                                 + "\n".join(left))
+        time.sleep(0.05)
+
+
+def sshd_of(sshd_config: Path) -> int:
+    """The pid of the real sshd (not its sandbox wrapper) started with `-f <sshd_config>`."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            exe = os.readlink(entry / "exe")
+        except OSError:
+            continue
+        if Path(exe).name == "sshd" and str(sshd_config).encode() in _read(entry / "cmdline"):
+            cmd = _read(entry / "cmdline").split(b"\0")[0]
+            if b"@" not in cmd:  # "sshd: user@notty" is a session, not the listener
+                return int(entry.name)
+    raise AssertionError(f"no sshd running with {sshd_config}")
+
+
+def job_dirs(home: Path, name: str, namespace: str = "default") -> list[Path]:
+    """The job's working directories under $MPIJOB_HOME/jobs (`<ns>_<name>_<uid8>`)."""
+    return sorted((home / "jobs").glob(f"{namespace}_{name}_*"))
+
+
+# -- kubectl -----------------------------------------------------------------------------------------
+
+
+def kubectl_runner(kubeconfig: Path, cache: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`run(*args, check=True)`: the machine's kubectl against one server, with its own cache dir."""
+
+    def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 60
+            ) -> subprocess.CompletedProcess[str]:
+        cmd = [KUBECTL, "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache), *args]
+        proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+        return proc
+
+    return run
