@@ -210,6 +210,7 @@ def _r(values: list[float]) -> list[float]:
 
 async def bench(runs: int, kubeconfig: Path, sandbox_mode: str) -> dict[str, Any]:
     ours, base = Series([], []), Series([], [])
+    retries = [0]
     async with api_client(kubeconfig) as client:
         await wait_runtime(client)
         for i in range(runs):  # alternate, and swap who goes first, so both share the machine's noise
@@ -218,9 +219,24 @@ async def bench(runs: int, kubeconfig: Path, sandbox_mode: str) -> dict[str, Any
                 if side == "ours":
                     ours.add(await run_ours(client, i))
                 else:
-                    marker = uuid.uuid4().hex[:12]
-                    base.add(await handrun.run(hello_script(marker), marker, NODES))
-    return report(runs, ours, base, sandbox_mode)
+                    base.add(await run_baseline(retries))
+    return report(runs, ours, base, sandbox_mode) | {"baseline_retries": retries[0]}
+
+
+async def run_baseline(retries: list[int], attempts: int = 3) -> handrun.Sample:
+    """One hand-run. Debian's Open MPI 4.1 orted now and then segfaults at start-up (in
+    mca_rtc_hwloc) on a busy machine; that is not what is measured, so such a run is repeated
+    (counted in `baseline_retries`, the failure shown on stderr). Our side is never retried."""
+    for attempt in range(attempts):
+        marker = uuid.uuid4().hex[:12]
+        try:
+            return await handrun.run(hello_script(marker), marker, NODES)
+        except handrun.BaselineError as exc:
+            if attempt == attempts - 1:
+                raise
+            retries[0] += 1
+            print(f"bench/startup.py: hand-run failed, repeating it: {str(exc)[-600:]}", file=sys.stderr)
+    raise AssertionError("unreachable")
 
 
 def main(argv: list[str] | None = None) -> int:

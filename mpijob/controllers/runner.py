@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.controllers import pods as kubelet
-from mpijob.controllers.sandbox import ACCEPTED, LOOPBACK_MCA, NAMESPACE, PROCESS, SSH_PORT, JobFiles, User, job_user, pod_path
+from mpijob.controllers.sandbox import ACCEPTED, LOCAL_MCA, NAMESPACE, PROCESS, SSH_PORT, JobFiles, User, job_user, pod_path
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
 
@@ -45,7 +45,7 @@ class JobRunner:
 
     def _session_env(self, user: User) -> dict[str, str]:
         """What sshd gives every remote session (ranks, orted): trainer.env reaches every rank."""
-        env = {"PATH": pod_path(), **LOOPBACK_MCA, "MPIJOB_CLUSTER": self.cluster_id}
+        env = {"PATH": pod_path(), **LOCAL_MCA, "MPIJOB_CLUSTER": self.cluster_id}
         if self.mode == PROCESS:
             env["HOME"] = user.home
         if user.uid == 0:
@@ -62,7 +62,7 @@ class JobRunner:
             "USER": user.name,
             "LOGNAME": user.name,
             "HOSTNAME": pod.hostname,
-            **LOOPBACK_MCA,
+            **LOCAL_MCA,
             **self._marker(pod),
         }
         if user.uid == 0:

@@ -34,11 +34,14 @@ ACCEPTED = "mpijob-key-accepted"
 SSHD = shutil.which("sshd", path="/usr/sbin:/usr/bin:/sbin:/bin") or "/usr/sbin/sshd"
 STAGE = Path("/run/mpijob-stage")  # mount point for the _reachable() staging binds, inside pods only
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Local-cluster additions to every pod's environment: MPI traffic stays on loopback.
-LOOPBACK_MCA = {
+# Local-cluster additions to every pod's environment (a trainer.env entry of the same name wins):
+# MPI traffic stays on loopback, and an aborting job kills its ranks at once rather than after a
+# grace period, so a failed rank fails the whole job within the 2 seconds the local cluster promises.
+LOCAL_MCA = {
     "OMPI_MCA_btl_tcp_if_include": "lo",
     "OMPI_MCA_oob_tcp_if_include": "lo",
     "PRTE_MCA_oob_tcp_if_include": "lo",
+    "OMPI_MCA_odls_base_sigkill_timeout": "0",
 }
 
 

@@ -5,20 +5,19 @@ Tests that must kill or restart a server start their own with `new_server` (test
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import client
 
 from mpijob.server.daemon import ServerInfo
 
 
 @pytest.fixture(scope="session")
-def api(server: ServerInfo) -> Iterator[httpx.Client]:
+def api(connect: Callable[..., httpx.Client]) -> Iterator[httpx.Client]:
     """One client to the shared server (admin token), for the whole session."""
-    with client(server, timeout=60) as c:
+    with connect(timeout=60) as c:
         yield c
 
 
