@@ -138,7 +138,8 @@ def parse_rank(line: str, marker: str) -> str | None:
 
 def _sshd_config(ip: str, host_key: Path, authorized_keys: Path, home: Path) -> str:
     """Sessions get an empty HOME, as mpijob's pods do: the login user's dotfiles (here root's
-    `pyenv init`, ~0.1 s per ssh session) are the machine's cost, not the floor of an MPI start."""
+    `pyenv init`, ~0.1 s per ssh session, ~0.6 s per tree-spawned mpirun) are the machine's cost,
+    not the floor of an MPI start."""
     return "\n".join([
         f"ListenAddress {ip}:{SSH_PORT}",
         f"HostKey {host_key}",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.controllers import pods as kubelet
+from mpijob.controllers.cgroups import PodCgroup
 from mpijob.controllers.sandbox import ACCEPTED, LOCAL_MCA, NAMESPACE, PROCESS, SSH_PORT, JobFiles, User, job_user, pod_path
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
@@ -35,6 +36,7 @@ class JobRunner:
         self.mode = files.mode
         self.procs: dict[str, kubelet.PodProcess] = {}
         self.exits: dict[str, kubelet.Exit] = {}
+        self.cgroups: dict[str, PodCgroup] = {}
         self._stopping: str | None = None
 
     # -- environment ---------------------------------------------------------------------------
@@ -97,7 +99,10 @@ class JobRunner:
             )
             return
         env = self._container_env(pod, user, home)
-        argv = self.files.argv(self.plan, pod, user, [*pod.command, *pod.args], env)
+        cgroup = PodCgroup.create(self.cluster_id, pod.name, pod.resources) if self.mode == NAMESPACE else None
+        if cgroup:
+            self.cgroups[pod.name] = cgroup
+        argv = self.files.argv(self.plan, pod, user, [*pod.command, *pod.args], env, cgroup and cgroup.procs)
         cwd = None if self.mode == NAMESPACE else home
         self.procs[pod.name] = await kubelet.spawn(self.logs, self.plan.namespace, pod.name, argv, base_env, cwd)
         kubelet.set_running(self.store, self.plan.namespace, pod.name, self.ips[pod.hostname])
@@ -170,14 +175,18 @@ class JobRunner:
             if w not in done:
                 w.cancel()
         pod = next(p for p in self.plan.pods if p.name == name)
+        if pod.is_launcher and waits[first] == pod.name and result.ok:
+            return Outcome(True, "AllJobsCompleted", "jobset completed successfully")
         if pod.is_launcher and waits[first] == pod.name:
-            if result.ok:
-                return Outcome(True, "AllJobsCompleted", "jobset completed successfully")
-            detail = _rank_failure(self.logs.read(self.plan.namespace, pod.name, kubelet.CONTAINER, tail_lines=60))
             msg = f"launcher pod {pod.name} exited with {result.describe()}"
-            return Outcome(False, "FailedJobs", f"{detail}; {msg}" if detail else msg)
-        return Outcome(False, "FailedJobs", f"node pod {pod.name} ({pod.host}) exited with {result.describe()} "
-                       "while the job was running")
+            detail = _rank_failure(self.logs.read(self.plan.namespace, pod.name, kubelet.CONTAINER, tail_lines=60))
+            msg = f"{detail}; {msg}" if detail else msg
+        else:
+            msg = f"node pod {pod.name} ({pod.host}) exited with {result.describe()} while the job was running"
+        ooms = [p for p, cg in self.cgroups.items() if cg.oom_kills()]
+        if ooms:
+            msg += "; OOMKilled: memory limit exceeded in pod " + ", ".join(ooms)
+        return Outcome(False, "FailedJobs", msg)
 
     async def teardown(self, outcome: Outcome) -> None:
         """Stop what still runs, SIGTERM then SIGKILL, and write every pod's final status."""
@@ -195,7 +204,11 @@ class JobRunner:
             if "/" in key:
                 continue
             exit = self.exits.get(key) or await proc.wait()
-            if key in live and outcome.succeeded:
+            cgroup = self.cgroups.get(key)
+            if cgroup and cgroup.oom_kills() and not outcome.succeeded:
+                kubelet.set_terminated(self.store, self.plan.namespace, key, kubelet.Exit(137, 9), "OOMKilled",
+                                       f"a process of this pod exceeded its memory limit ({cgroup.oom_kills()} OOM kill(s))")
+            elif key in live and outcome.succeeded:
                 # Nodes are shut down once the launcher is done, as JobSet does.
                 kubelet.set_terminated(self.store, self.plan.namespace, key, kubelet.Exit(0), "Completed",
                                        "stopped after the TrainJob completed")
@@ -204,6 +217,8 @@ class JobRunner:
                                        f"stopped because the TrainJob failed: {outcome.message}")
             else:
                 kubelet.set_terminated(self.store, self.plan.namespace, key, exit)
+        for cgroup in self.cgroups.values():
+            cgroup.remove()
 
     def stop(self, message: str) -> None:
         """Abort (server shutdown or job deletion): the supervise loop returns, teardown follows."""

@@ -193,8 +193,11 @@ class JobFiles:
         ]
         return "\n".join(ln for ln in lines if ln) + "\n"
 
-    def argv(self, plan: RunPlan, pod: PodPlan, user: User, command: list[str], env: dict[str, str]) -> list[str]:
-        """The command line that starts the pod in its sandbox."""
+    def argv(
+        self, plan: RunPlan, pod: PodPlan, user: User, command: list[str], env: dict[str, str],
+        cgroup_procs: Path | None = None,
+    ) -> list[str]:
+        """The command line that starts the pod in its sandbox (in `cgroup_procs`' cgroup if given)."""
         d = self.pod_dir(pod)
         run_sshd = self.runs_sshd(plan, pod)
         if self.mode == PROCESS:
@@ -212,6 +215,8 @@ class JobFiles:
         if pod.is_launcher:
             mounts.append(("bind", self.hostfile.parent, "/etc/mpi"))
         script = ["set -e"]
+        if cgroup_procs:
+            script.append(f"echo 0 > {shlex.quote(str(cgroup_procs))}")
         for _, src, dst in mounts:
             script.append(f"mkdir -p {shlex.quote(dst)} 2>/dev/null || true")
             flag = "--bind -o ro" if dst in ("/etc/mpi",) else "--bind"

@@ -102,6 +102,15 @@ def wait_log(c: httpx.Client, pod: str, want: Callable[[str], bool], namespace: 
 # -- pods and logs -----------------------------------------------------------------------------------
 
 
+def wait_launcher(c: httpx.Client, name: str, namespace: str = "default") -> str:
+    """The launcher pod's name, once it exists."""
+
+    def probe() -> str | None:
+        return next((p["metadata"]["name"] for p in by_role(job_pods(c, name, namespace), "launcher")), None)
+
+    return wait_for(probe, f"the launcher pod of {namespace}/{name}")
+
+
 def job_pods(c: httpx.Client, name: str, namespace: str = "default") -> list[Obj]:
     r = c.get(f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": f"{JOBSET}={name}"})
     assert r.status_code == 200, r.text
@@ -177,8 +186,9 @@ def wait_no_processes(name: str, namespace: str = "default", pods: Sequence[str]
         time.sleep(0.05)
 
 
-def sshd_of(sshd_config: Path) -> int:
-    """The pid of the real sshd (not its sandbox wrapper) started with `-f <sshd_config>`."""
+def sshd_of(job_dir: Path, hostname: str) -> int:
+    """The pid of the real sshd (not its sandbox wrapper, not a session) of one pod: its command line
+    names an sshd_config inside the job directory and the pod's host name."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -186,11 +196,12 @@ def sshd_of(sshd_config: Path) -> int:
             exe = os.readlink(entry / "exe")
         except OSError:
             continue
-        if Path(exe).name == "sshd" and str(sshd_config).encode() in _read(entry / "cmdline"):
-            cmd = _read(entry / "cmdline").split(b"\0")[0]
-            if b"@" not in cmd:  # "sshd: user@notty" is a session, not the listener
-                return int(entry.name)
-    raise AssertionError(f"no sshd running with {sshd_config}")
+        argv = _read(entry / "cmdline").split(b"\0")
+        config = next((a for a in argv if a.endswith(b"sshd_config")), b"")
+        is_listener = b"@" not in argv[0]  # "sshd: user@notty" is a session
+        if Path(exe).name == "sshd" and is_listener and str(job_dir).encode() in config and hostname.encode() in config:
+            return int(entry.name)
+    raise AssertionError(f"no sshd of {hostname} running under {job_dir}")
 
 
 def job_dirs(home: Path, name: str, namespace: str = "default") -> list[Path]:
