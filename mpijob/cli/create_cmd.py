@@ -8,7 +8,6 @@ import typer
 
 from mpijob.api import errors
 from mpijob.api.resources import TRAINJOBS
-from mpijob.cli import output
 from mpijob.cli.session import ContextOpt, KubeconfigOpt, NamespaceOpt, connect, globals_of, handles_errors
 from mpijob.client import manifests
 from mpijob.client.api import Cluster, display_name, resource_for

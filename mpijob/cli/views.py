@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from mpijob.client.phase import ROLE_LABEL, job_phase, pod_ready, pod_status
+from mpijob.client.phase import ROLE_LABEL, job_phase, pod_status
 
 Obj = dict[str, Any]
 

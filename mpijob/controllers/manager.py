@@ -13,7 +13,7 @@ import hashlib
 import logging
 from typing import Any
 
-from mpijob.api.resources import PODS, TRAINJOBS
+from mpijob.api.resources import TRAINJOBS
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import gc
 from mpijob.controllers import pods as kubelet

@@ -151,6 +151,16 @@ class Store:
             return current
         return self._write(res, ns, name, "MODIFIED", new)
 
+    def mark_deleting(self, res: Resource, namespace: str, name: str) -> Obj:
+        """Set `deletionTimestamp` (objects with finalizers wait for them before they go)."""
+        ns = _ns(res, namespace)
+        obj = self.get(res, ns, name)
+        if obj["metadata"].get("deletionTimestamp"):
+            return obj
+        obj["metadata"]["deletionTimestamp"] = now()
+        obj["metadata"]["deletionGracePeriodSeconds"] = 0
+        return self._write(res, ns, name, "MODIFIED", obj)
+
     def delete(self, res: Resource, namespace: str, name: str) -> Obj:
         ns = _ns(res, namespace)
         obj = self.get(res, ns, name)

@@ -196,9 +196,9 @@ def sshd_of(job_dir: Path, hostname: str) -> int:
             exe = os.readlink(entry / "exe")
         except OSError:
             continue
-        argv = _read(entry / "cmdline").split(b"\0")
-        config = next((a for a in argv if a.endswith(b"sshd_config")), b"")
-        is_listener = b"@" not in argv[0]  # "sshd: user@notty" is a session
+        words = _read(entry / "cmdline").replace(b"\0", b" ").split()  # sshd rewrites its argv into one
+        config = next((w for w in words if w.endswith(b"sshd_config")), b"")
+        is_listener = not any(b"@" in w for w in words)  # "sshd: user@notty" is a session
         if Path(exe).name == "sshd" and is_listener and str(job_dir).encode() in config and hostname.encode() in config:
             return int(entry.name)
     raise AssertionError(f"no sshd of {hostname} running under {job_dir}")

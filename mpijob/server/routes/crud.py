@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import copy
 import uuid
 from typing import Any
 
@@ -241,10 +240,7 @@ def _delete_one(request: Request, cluster: Cluster, res: Resource, ns: str, name
     if meta.get("finalizers"):
         if dry or meta.get("deletionTimestamp"):
             return obj
-        marked = copy.deepcopy(obj)
-        marked["metadata"]["deletionTimestamp"] = now()
-        marked["metadata"]["deletionGracePeriodSeconds"] = 0
-        return _mark_deleting(cluster, res, marked)
+        return cluster.store.mark_deleting(res, ns, name)
     if dry:
         return obj
     if res is NAMESPACES:
@@ -253,13 +249,6 @@ def _delete_one(request: Request, cluster: Cluster, res: Resource, ns: str, name
                 for item in cluster.store.list(other, name)[0]:
                     cluster.store.delete(other, name, item["metadata"]["name"])
     return cluster.store.delete(res, ns, name)
-
-
-def _mark_deleting(cluster: Cluster, res: Resource, marked: Obj) -> Obj:
-    """Store.update keeps deletionTimestamp as stored (clients must not set it), so the server sets
-    it through the store's raw write. TODO(lead): a public `Store.mark_deleting` would be cleaner."""
-    meta = marked["metadata"]
-    return cluster.store._write(res, meta.get("namespace", ""), meta["name"], "MODIFIED", marked)
 
 
 def _deleted_response(res: Resource, obj: Obj) -> Obj:
