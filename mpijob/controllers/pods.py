@@ -45,6 +45,8 @@ class PodProcess:
         await asyncio.gather(*self.pumps, return_exceptions=True)
         if rc < 0:
             return Exit(128 - rc, -rc)
+        if 128 < rc < 128 + signal.NSIG:  # the sandbox's shell reports a killed command as 128 + signal
+            return Exit(rc, rc - 128)
         return Exit(rc)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:

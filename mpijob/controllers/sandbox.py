@@ -118,8 +118,9 @@ class JobFiles:
         os.chmod(self.root, 0o700)
         self.keys.mkdir(exist_ok=True)
         _write(self.keys / "id_rsa", private_pem, 0o600)
-        _write(self.keys / "id_rsa.pub", public_line + "\n", 0o644)
-        _write(self.keys / "authorized_keys", public_line + "\n", 0o600)
+        public_line = public_line.rstrip("\n") + "\n"  # the Secret's bytes, verbatim
+        _write(self.keys / "id_rsa.pub", public_line, 0o644)
+        _write(self.keys / "authorized_keys", public_line, 0o600)
         self.hostfile.parent.mkdir(exist_ok=True)
         _write(self.hostfile, plan.hostfile, 0o444)
         if not self.host_key.exists():
@@ -214,6 +215,9 @@ class JobFiles:
         ]
         if pod.is_launcher:
             mounts.append(("bind", self.hostfile.parent, "/etc/mpi"))
+        # The shell stays PID 1 and runs the container command as its child: it exits with the
+        # command's status (128 + signal when killed), which util-linux's `unshare --fork` would
+        # otherwise turn into a bare 1 for a child killed by a signal.
         script = ["set -e"]
         if cgroup_procs:
             script.append(f"echo 0 > {shlex.quote(str(cgroup_procs))}")
@@ -224,11 +228,11 @@ class JobFiles:
         script += self._reachable(user)
         script.append(f"hostname {shlex.quote(pod.hostname)}")
         if run_sshd:
-            script.append(f"exec {SSHD} -D -e -f {shlex.quote(str(d / 'sshd_config'))}")
+            script.append(f"{SSHD} -D -e -f {shlex.quote(str(d / 'sshd_config'))}")
         else:
             drop = f"setpriv --reuid={user.uid} --regid={user.gid} --init-groups --inh-caps=-all" if user.uid else ""
             envs = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
-            script.append(f'cd {shlex.quote(user.home)}; exec {drop} env -i {envs} "$@"')
+            script.append(f'cd {shlex.quote(user.home)}; {drop} env -i {envs} "$@"')
         return [
             "setpriv", "--pdeathsig", "KILL", "--",
             "unshare", "--mount", "--pid", "--uts", "--fork", "--kill-child", "--propagation", "private", "--",

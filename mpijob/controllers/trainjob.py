@@ -90,7 +90,7 @@ class TrainJobController:
             self.store.create(SECRETS, render.render_secret(plan, private_pem, public_line, render.owner_reference(tj)))
             return private_pem, public_line
         data = secret["data"]
-        return (base64.b64decode(data["ssh-privatekey"]).decode(), base64.b64decode(data["ssh-publickey"]).decode().strip())
+        return base64.b64decode(data["ssh-privatekey"]).decode(), base64.b64decode(data["ssh-publickey"]).decode()
 
     async def _run(self, tj: Obj, plan: RunPlan, runner: JobRunner) -> None:
         uid = tj["metadata"]["uid"]

@@ -1,23 +1,44 @@
-"""Fixtures for end-to-end tests: an HTTPS client to the session's shared server (`api`), and its home.
+"""Fixtures for end-to-end tests, against the session's shared server (controllers on).
 
-Tests that must kill or restart a server start their own with `new_server` (tests/conftest.py).
+`connect` and `kubectl` are redefined here on purpose: the session-scoped ones in tests/conftest.py
+bind to whichever `server` first asks for them, and tests/server overrides `server` with a server
+without controllers; if e2e asked first, tests/server would get ours. Tests that must kill or restart
+a server start their own with `new_server` (tests/conftest.py).
 """
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from e2e_support import https_client, kubectl_runner
 
 from mpijob.server.daemon import ServerInfo
 
 
 @pytest.fixture(scope="session")
+def connect(server: ServerInfo) -> Callable[..., httpx.Client]:
+    """`connect(info=None)`: a new client (close it) to `info`, default the shared server."""
+
+    def make(info: ServerInfo | None = None, timeout: float = 60) -> httpx.Client:
+        return https_client((info or server).kubeconfig, timeout)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def kubectl(server: ServerInfo, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """The machine's kubectl against the shared server: `kubectl("get", "pods", check=False)`."""
+    return kubectl_runner(server.kubeconfig, tmp_path_factory.mktemp("e2e-kubectl-cache"))
+
+
+@pytest.fixture(scope="session")
 def api(connect: Callable[..., httpx.Client]) -> Iterator[httpx.Client]:
     """One client to the shared server (admin token), for the whole session."""
-    with connect(timeout=60) as c:
+    with connect() as c:
         yield c
 
 

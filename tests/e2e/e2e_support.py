@@ -6,7 +6,9 @@ always a poll against a deadline; a deadline that passes fails the test with wha
 
 from __future__ import annotations
 
+import base64
 import os
+import ssl
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+import yaml
 
 KUBECTL = "/usr/bin/kubectl"
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
@@ -24,6 +27,19 @@ REPO = Path(__file__).resolve().parents[2]
 TAG = "E2E_JOB"  # trainer.env name every test job carries: it reaches every rank, so /proc finds them
 Obj = dict[str, Any]
 T = TypeVar("T")
+
+
+# -- connecting ------------------------------------------------------------------------------------
+
+
+def https_client(kubeconfig: Path, timeout: float = 60) -> httpx.Client:
+    """An HTTPS client built from a server's kubeconfig, as any Kubernetes client would: its CA, its
+    server URL and its bearer token."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+    ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+    return httpx.Client(base_url=cluster["server"], verify=ssl.create_default_context(cadata=ca),
+                        headers={"Authorization": f"Bearer {user['token']}"}, timeout=timeout)
 
 
 # -- objects -----------------------------------------------------------------------------------------
@@ -186,6 +202,18 @@ def wait_no_processes(name: str, namespace: str = "default", pods: Sequence[str]
         time.sleep(0.05)
 
 
+def wait_ranks_seen(name: str, pods: Sequence[str], job_dir: Path, ranks: int, command: str = "sleep 60"
+                    ) -> list[str]:
+    """Wait until `job_processes` sees `ranks` processes running exactly `command` (remote ranks
+    included): proof that the scan finds what it is later asked to find gone."""
+
+    def probe() -> list[str]:
+        found = job_processes(name, pods=pods, job_dir=job_dir)
+        return found if sum(line.split(" ", 1)[1] == command for line in found) == ranks else []
+
+    return wait_for(probe, f"{ranks} ranks of {name} running {command!r}", timeout=30)
+
+
 def sshd_of(job_dir: Path, hostname: str) -> int:
     """The pid of the real sshd (not its sandbox wrapper, not a session) of one pod: its command line
     names an sshd_config inside the job directory and the pod's host name."""
@@ -218,7 +246,7 @@ def kubectl_runner(kubeconfig: Path, cache: Path) -> Callable[..., subprocess.Co
     def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 60
             ) -> subprocess.CompletedProcess[str]:
         cmd = [KUBECTL, "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache), *args]
-        proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, check=False, input=input, capture_output=True, text=True, timeout=timeout)
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
         return proc

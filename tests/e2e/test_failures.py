@@ -27,6 +27,7 @@ from e2e_support import (
     wait_launcher,
     wait_log,
     wait_no_processes,
+    wait_ranks_seen,
 )
 
 QUICKLY = 10.0  # seconds; loose on purpose (2 cores, shared machine)
@@ -54,9 +55,12 @@ def test_failing_rank_fails_the_job_quickly(rank_failure: dict[str, Any]) -> Non
     assert rank_failure["elapsed"] < QUICKLY, rank_failure["elapsed"]  # the other ranks sleep 30 s
 
 
-def test_failing_rank_message_names_rank_and_exit_code(rank_failure: dict[str, Any]) -> None:
+def test_failing_rank_message_names_rank_or_pod_and_exit_code(rank_failure: dict[str, Any]) -> None:
+    """The rank when mpirun reported it (Open MPI 4.1 sometimes exits before printing which process
+    failed), else the launcher pod; always the exit code."""
     message = condition(rank_failure["trainjob"], "Failed")["message"]  # type: ignore[index]
-    assert re.search(r"\brank 1\b", message), message
+    launcher = launcher_of(rank_failure["pods"])["metadata"]["name"]
+    assert re.search(r"\brank 1\b", message) or launcher in message, message
     assert re.search(r"\bcode 3\b", message), message
 
 
@@ -85,6 +89,8 @@ def node_kill(api: httpx.Client, home: Path) -> dict[str, Any]:
     [job_dir] = job_dirs(home, NODE_JOB)
     victim = next(p for p in by_role(pods, "node") if p["spec"]["hostname"] == f"{NODE_JOB}-node-0-1")
     pid = sshd_of(job_dir, victim["spec"]["hostname"])
+    running = wait_ranks_seen(NODE_JOB, [p["metadata"]["name"] for p in pods], job_dir, 3)
+    assert any(line.startswith(f"{pid} ") for line in running), running  # the scan sees the sshds too
     killed = time.monotonic()
     os.kill(pid, signal.SIGKILL)
     tj = wait_finished(api, NODE_JOB, timeout=60)

@@ -16,7 +16,16 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from e2e_support import condition, create, job_pods, launcher_of, pod_log, section, trainjob, wait_finished
+from e2e_support import (
+    condition,
+    create,
+    job_pods,
+    launcher_of,
+    pod_log,
+    section,
+    trainjob,
+    wait_finished,
+)
 
 JOBS = ("ee-iso-a", "ee-iso-b")
 RANK = ('echo "rank=$OMPI_COMM_WORLD_RANK host=$(hostname) files=$(ls -A "$HOME" | grep isolation- | sort '
@@ -100,16 +109,16 @@ def test_each_job_authorizes_only_its_own_key(api: httpx.Client, logs: dict[str,
     for job in JOBS:
         assert [ln for ln in section(logs[job], "keys").splitlines() if ln] == [keys[job]]
         # every pod of the job, remote ranks included, holds the same file with exactly that one key
-        ranks = re.findall(r"^rank=(\d+) host=(\S+) files=(\S*) key=(\w+) keys=(\d+)$", logs[job], re.M)
+        ranks = re.findall(r"^rank=(\d+) host=(\S+) files=(\S*) key=(\w+) keys=(\d+)$", logs[job], re.MULTILINE)
         assert len(ranks) == 2, logs[job]
-        launcher_file = base64.b64decode(re.search(r"^keyfile=(\S+)$", logs[job], re.M)[1])
+        launcher_file = base64.b64decode(re.search(r"^keyfile=(\S+)$", logs[job], re.MULTILINE)[1])
         assert {(r[3], r[4]) for r in ranks} == {(hashlib.md5(launcher_file).hexdigest(), "1")}, ranks
 
 
 def test_authorized_keys_is_the_secrets_publickey_verbatim(api: httpx.Client, logs: dict[str, str]) -> None:
     """Upstream mounts the Secret's `ssh-publickey` as `authorized_keys`: the same bytes."""
     for job in JOBS:
-        launcher_file = base64.b64decode(re.search(r"^keyfile=(\S+)$", logs[job], re.M)[1])
+        launcher_file = base64.b64decode(re.search(r"^keyfile=(\S+)$", logs[job], re.MULTILINE)[1])
         assert launcher_file == _public_key(api, job)
 
 
@@ -118,6 +127,6 @@ def test_files_in_one_jobs_home_are_invisible_to_the_other(logs: dict[str, str])
     assert section(logs[a], "home").split() == [f"isolation-{a}"]
     assert section(logs[b], "home").split() == [f"isolation-{b}"]
     for job in JOBS:
-        ranks = re.findall(r"^rank=\d+ host=(\S+) files=(\S*) ", logs[job], re.M)
+        ranks = re.findall(r"^rank=\d+ host=(\S+) files=(\S*) ", logs[job], re.MULTILINE)
         seen = dict(ranks)
         assert seen == {f"{job}-launcher-0-0": f"isolation-{job},", f"{job}-node-0-0": ""}, logs[job]

@@ -26,6 +26,8 @@ from e2e_support import (
     wait_finished,
 )
 
+from mpijob.server.daemon import ServerInfo
+
 JOB = "ee-lan"
 GREETING = "hello from every rank"
 RANK = ('touch "$HOME/probe-$OMPI_COMM_WORLD_RANK" && w=yes || w=no; '
@@ -35,7 +37,13 @@ LAUNCHER = ("echo ---hostfile---; cat /etc/mpi/hostfile; echo ---end-hostfile---
             "echo hostfile-mode=$(stat -c %a /etc/mpi/hostfile); "
             f"mpirun bash -c {shlex.quote(RANK)}")
 RANK_LINE = re.compile(r"^rank=(\d+) size=(\d+) host=(\S+) greeting=(.*) user=(\S+) uid=(\d+) home=(\S+) "
-                       r"writable=(\w+)$", re.M)
+                       r"writable=(\w+)$", re.MULTILINE)
+
+
+def test_server_runs_the_namespace_sandbox(server: ServerInfo) -> None:
+    """What this file checks (/etc/mpi/hostfile, runAsUser 1000, a private home) is the namespace
+    sandbox's promise; the unprivileged process fallback is tested in tests/controllers."""
+    assert server.sandbox_mode == "namespace", "run the e2e tests as root on a machine where unshare works"
 
 
 @pytest.fixture(scope="module")

@@ -58,7 +58,7 @@ def test_n_nodes_plus_a_launcher_outside_the_hostfile(api: httpx.Client, runtime
     assert len(pods) == NODES + 1
 
     assert section(log, "hostfile") == "".join(f"{JOB}-node-0-{i}.{JOB} slots=1\n" for i in range(NODES))
-    ranks = re.findall(r"^rank=(\d+) size=(\d+) host=(\S+)$", log, re.M)
+    ranks = re.findall(r"^rank=(\d+) size=(\d+) host=(\S+)$", log, re.MULTILINE)
     assert sorted(int(r[0]) for r in ranks) == list(range(NODES)), log
     assert {r[1] for r in ranks} == {str(NODES)}
     assert sorted(r[2] for r in ranks) == nodes  # no rank on the launcher

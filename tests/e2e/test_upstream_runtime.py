@@ -10,7 +10,17 @@ from collections.abc import Callable
 
 import httpx
 import yaml
-from e2e_support import UPSTREAM, by_role, condition, create, job_pods, launcher_of, pod_log, trainjob, wait_finished
+from e2e_support import (
+    UPSTREAM,
+    by_role,
+    condition,
+    create,
+    job_pods,
+    launcher_of,
+    pod_log,
+    trainjob,
+    wait_finished,
+)
 
 JOB = "ee-ds"
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -32,7 +42,7 @@ def test_deepspeed_runtime_applied_unchanged_runs_a_job(api: httpx.Client, kubec
     pods = job_pods(api, JOB)
     log = pod_log(api, launcher_of(pods)["metadata"]["name"])
     assert condition(tj, "Complete") is not None, (tj.get("status"), log)
-    ranks = dict(re.findall(r"^ds-rank=(\d+) host=(\S+)$", log, re.M))
+    ranks = dict(re.findall(r"^ds-rank=(\d+) host=(\S+)$", log, re.MULTILINE))
     assert sorted(ranks) == ["0", "1"], log
     assert set(ranks.values()) == {f"{JOB}-node-0-0", f"{JOB}-launcher-0-0"}
 
