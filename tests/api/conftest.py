@@ -5,13 +5,11 @@ from __future__ import annotations
 import copy
 import json
 from functools import lru_cache
-from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
-
-UPSTREAM = Path("/work/shared/upstream")
+from upstream_data import UPSTREAM
 
 
 def load_yaml(rel: str) -> dict:

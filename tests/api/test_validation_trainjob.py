@@ -13,7 +13,6 @@ from mpijob.api.trainjob import MAX_NUM_NODES, check_runtime_ref
 from mpijob.api.validation import admit
 
 
-
 def refused(obj: dict, old: dict | None = None, res=r.TRAINJOBS) -> ApiError:
     with pytest.raises(ApiError) as info:
         admit(res, obj, old)
@@ -237,8 +236,8 @@ def train(a: int = 1):  # a user function the SDK ships into the job
 
 def test_the_upstream_sdk_reads_the_bundled_runtime_and_its_trainjob_is_admitted():
     """The Kubeflow SDK 0.5.0 turns our runtime into a Runtime and builds an MPI TrainJob we admit."""
-    from kubeflow.trainer.types import types
     from kubeflow.trainer.backends.kubernetes import utils
+    from kubeflow.trainer.types import types
     from kubeflow_trainer_api import models
 
     from mpijob.api.plan import resolve

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from cli_support import Invoke, example, trainjob_names, write_job
 
 

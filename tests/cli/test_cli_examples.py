@@ -9,8 +9,9 @@ import jsonschema
 import pytest
 import yaml
 from cli_support import EXAMPLES
+from upstream_data import UPSTREAM
 
-CRD = Path(__file__).resolve().parents[3] / "shared" / "upstream" / "trainer" / "trainer.kubeflow.org_trainjobs.yaml"
+CRD = UPSTREAM / "trainer" / "trainer.kubeflow.org_trainjobs.yaml"
 
 
 def _schema() -> dict[str, Any]:

@@ -22,7 +22,9 @@ KUBECTL = "/usr/bin/kubectl"
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
 JOBSET = "jobset.sigs.k8s.io/jobset-name"
 RJOB = "jobset.sigs.k8s.io/replicatedjob-name"
-UPSTREAM = Path("/work/shared/upstream/trainer")
+from upstream_data import UPSTREAM as _ROOT
+
+UPSTREAM = _ROOT / "trainer"
 REPO = Path(__file__).resolve().parents[2]
 TAG = "E2E_JOB"  # trainer.env name every test job carries: it reaches every rank, so /proc finds them
 Obj = dict[str, Any]

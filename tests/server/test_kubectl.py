@@ -7,11 +7,11 @@ import subprocess
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import yaml
+from upstream_data import UPSTREAM as _ROOT
 
-UPSTREAM = Path("/work/shared/upstream/trainer")
+UPSTREAM = _ROOT / "trainer"
 
 
 def uid(prefix: str) -> str:
