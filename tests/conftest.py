@@ -33,9 +33,10 @@ class Servers:
         self.root = root
         self.started: list[Home] = []
 
-    def start(self, name: str, *, controllers: bool = True, home: Path | None = None) -> ServerInfo:
+    def start(self, name: str, *, controllers: bool = True, home: Path | None = None,
+              env: dict[str, str] | None = None) -> ServerInfo:
         h = Home(home or self.root / name).ensure()
-        info = daemon.start(h, timeout=60, env={} if controllers else NO_CONTROLLERS)
+        info = daemon.start(h, timeout=60, env={**(env or {}), **({} if controllers else NO_CONTROLLERS)})
         self.started.append(h)
         return info
 

@@ -46,6 +46,30 @@ CLUSTER_TRAINING_RUNTIMES = Resource(
     TRAINER, "v1alpha1", "clustertrainingruntimes", "clustertrainingruntime", "ClusterTrainingRuntime", False
 )
 
+# Kueue: v1beta2 is the storage (and preferred) version; v1beta1 is still served, converted on the way
+# in and out by `mpijob.api.kueue.conversion`. Short names are the CRDs'.
+KUEUE = "kueue.x-k8s.io"
+KUEUE_STORAGE_VERSION = "v1beta2"
+
+
+def _kueue(version: str) -> tuple[Resource, ...]:
+    return (
+        Resource(KUEUE, version, "resourceflavors", "resourceflavor", "ResourceFlavor", False,
+                 ("flavor", "flavors", "rf")),
+        Resource(KUEUE, version, "clusterqueues", "clusterqueue", "ClusterQueue", False, ("cq",), ("status",)),
+        Resource(KUEUE, version, "localqueues", "localqueue", "LocalQueue", True, ("queue", "queues", "lq"),
+                 ("status",)),
+        Resource(KUEUE, version, "workloadpriorityclasses", "workloadpriorityclass", "WorkloadPriorityClass", False,
+                 ("wpc",)),
+        Resource(KUEUE, version, "workloads", "workload", "Workload", True,
+                 ("kwl", "kueueworkload", "kueueworkloads"), ("status",)),
+        Resource(KUEUE, version, "cohorts", "cohort", "Cohort", False, ("co",), ("status",)),
+    )
+
+
+RESOURCE_FLAVORS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOAD_PRIORITY_CLASSES, WORKLOADS, COHORTS = _kueue("v1beta2")
+KUEUE_V1BETA1: tuple[Resource, ...] = _kueue("v1beta1")
+
 ALL: tuple[Resource, ...] = (
     NAMESPACES,
     PODS,
@@ -55,10 +79,21 @@ ALL: tuple[Resource, ...] = (
     TRAINJOBS,
     TRAINING_RUNTIMES,
     CLUSTER_TRAINING_RUNTIMES,
+    RESOURCE_FLAVORS,
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+    COHORTS,
+    *KUEUE_V1BETA1,
 )
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in ALL}
-_BY_KIND = {(r.group, r.kind): r for r in ALL}
+_BY_VERSION_KIND = {(r.group, r.version, r.kind): r for r in ALL}
+_STORAGE: dict[str, Resource] = {}
+for _r in ALL:  # the first version listed of a resource is where its objects are stored
+    _STORAGE.setdefault(_r.key, _r)
+_BY_KIND = {(r.group, r.kind): r for r in _STORAGE.values()}
 
 
 def lookup(group: str, version: str, plural: str) -> Resource | None:
@@ -66,9 +101,19 @@ def lookup(group: str, version: str, plural: str) -> Resource | None:
 
 
 def for_kind(api_version: str, kind: str) -> Resource | None:
-    """The resource an object with this `apiVersion`/`kind` belongs to."""
-    group = api_version.rpartition("/")[0]
-    return _BY_KIND.get((group, kind))
+    """The resource an object with this `apiVersion`/`kind` belongs to (that version when served)."""
+    group, _, version = api_version.rpartition("/")
+    return _BY_VERSION_KIND.get((group, version, kind)) or _BY_KIND.get((group, kind))
+
+
+def storage(res: Resource) -> Resource:
+    """The version `res`'s objects are stored in (`res` itself unless it is an older served version)."""
+    return _STORAGE[res.key]
+
+
+def served_versions() -> tuple[Resource, ...]:
+    """One entry per stored resource: what a namespace deletion or a cascade must visit once."""
+    return tuple(_STORAGE.values())
 
 
 def groups() -> dict[str, list[str]]:

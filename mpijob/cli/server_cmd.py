@@ -37,14 +37,24 @@ def _print_info(info: Any) -> None:
 
 @server_app.command("start")
 @handles_errors
-def start(timeout: Annotated[float, typer.Option(help="Seconds to wait until it is ready.")] = 30) -> None:
+def start(
+    timeout: Annotated[float, typer.Option(help="Seconds to wait until it is ready.")] = 30,
+    capacity: Annotated[str, typer.Option(
+        help="Override detected capacity, e.g. nvidia.com/gpu=8,cpu=16,memory=64Gi (any subset).")] = "",
+) -> None:
     """Start the local cluster in the background; return once it serves requests."""
     daemon = _daemon()
     home = Home.default()
+    if capacity:
+        from mpijob.api.kueue.capacity import parse_capacity
+
+        parse_capacity(capacity)  # refuse a bad value here, before a server is started
     if daemon.status(home) is None:
         output.info(f"starting local cluster in {home.root}…")
+    elif capacity:
+        output.info("the local cluster is already running: stop it first to change its capacity")
     try:
-        info = daemon.start(home.ensure(), timeout=timeout)
+        info = daemon.start(home.ensure(), timeout=timeout, env={"MPIJOB_CAPACITY": capacity} if capacity else None)
     except TimeoutError as exc:
         output.error(exc)
         raise typer.Exit(int(Exit.TIMEOUT)) from None
@@ -55,8 +65,18 @@ def start(timeout: Annotated[float, typer.Option(help="Seconds to wait until it 
 
 
 @server_app.command("run")
-def run() -> None:
+def run(
+    capacity: Annotated[str, typer.Option(
+        help="Override detected capacity, e.g. nvidia.com/gpu=8,cpu=16,memory=64Gi (any subset).")] = "",
+) -> None:
     """Run the local cluster in the foreground until interrupted (Ctrl-C / SIGTERM)."""
+    if capacity:
+        import os
+
+        from mpijob.api.kueue.capacity import parse_capacity
+
+        parse_capacity(capacity)
+        os.environ["MPIJOB_CAPACITY"] = capacity
     _daemon().run(Home.default().ensure())
 
 

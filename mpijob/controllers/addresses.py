@@ -1,4 +1,4 @@
-"""Loopback addresses for pods: each pod gets its own 127.x.y.z, so every node's sshd listens on
+"""Loopback addresses and GPUs for pods. Addresses: each pod gets its own 127.x.y.z, so every node's sshd listens on
 port 2222 as in Trainer's pods, and two servers (two homes) draw from different /16s."""
 
 from __future__ import annotations
@@ -35,3 +35,20 @@ def _free(ip: str, port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+class DevicePool:
+    """GPU indices 0..n-1, handed out as disjoint sets: a pod's CUDA_VISIBLE_DEVICES is its own.
+    Admission already guaranteed the quota, so a shortfall here is a bug, not a wait."""
+
+    def __init__(self, count: int) -> None:
+        self._free = list(range(count))
+
+    def take(self, n: int) -> list[int]:
+        if n > len(self._free):
+            raise RuntimeError(f"{n} GPU(s) requested but only {len(self._free)} free: quota exceeds the devices")
+        taken, self._free = self._free[:n], self._free[n:]
+        return taken
+
+    def release(self, devices: list[int]) -> None:
+        self._free = sorted(set(self._free) | set(devices))

@@ -7,12 +7,12 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from mpijob.api.resources import CONFIGMAPS, PODS, SECRETS, TRAINJOBS
+from mpijob.api.resources import CONFIGMAPS, PODS, SECRETS, TRAINJOBS, WORKLOADS
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
 
-OWNED = (PODS, SECRETS, CONFIGMAPS)
+OWNED = (PODS, SECRETS, CONFIGMAPS, WORKLOADS)
 
 
 def cascade(store: Store, logs: LogStore, owner_uid: str) -> int:

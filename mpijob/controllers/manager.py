@@ -15,7 +15,9 @@ from typing import Any
 
 from mpijob.api.resources import TRAINJOBS
 from mpijob.controllers import conditions as cond
-from mpijob.controllers import gc
+from mpijob.api.quantity import parse_quantity
+from mpijob.controllers import capacity, gc
+from mpijob.controllers.queueing import Queueing
 from mpijob.controllers import pods as kubelet
 from mpijob.controllers.runner import Outcome
 from mpijob.controllers.sandbox import detect_mode
@@ -26,6 +28,8 @@ from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
 RESTARTED = "ControlPlaneRestarted"
+# Changes to these can change what the scheduler admits.
+QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort", "Namespace"})
 
 
 class Manager:
@@ -33,7 +37,12 @@ class Manager:
         self.store, self.logs, self.home = store, logs, home
         self.sandbox_mode = detect_mode()
         self.cluster_id = hashlib.sha256(str(home.root).encode()).hexdigest()[:16]
-        self.trainjobs = TrainJobController(store, logs, home, self.sandbox_mode, self.cluster_id)
+        self.capacity = capacity.detect()
+        self.trainjobs = TrainJobController(
+            store, logs, home, self.sandbox_mode, self.cluster_id,
+            gpus=int(parse_quantity(self.capacity.get(capacity.GPU, "0"))), kick=lambda: self.queueing.kick(),
+        )
+        self.queueing = Queueing(store, self.trainjobs.evict)
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -42,6 +51,8 @@ class Manager:
             log.warning("killed %d processes left by a previous server", killed)
         self._recover()
         gc.sweep_orphans(self.store, self.logs, self.home)
+        self.queueing.ensure_defaults(self.capacity)
+        self.queueing.start()
         ready = asyncio.Event()
         self._task = asyncio.create_task(self._loop(ready))
         await ready.wait()
@@ -49,6 +60,7 @@ class Manager:
             self._reconcile(tj)
 
     async def stop(self) -> None:
+        await self.queueing.stop()
         if self._task:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -97,6 +109,16 @@ class Manager:
                 self._pod_deleted(obj)
             else:
                 self.trainjobs.pod_changed(obj)
+        elif obj.get("kind") == "Workload":
+            self.queueing.kick()
+            owner = gc.owner_uid(obj)
+            if kind != "DELETED" and owner and cond.is_true(obj, "Admitted") and owner not in self.trainjobs.runners:
+                for ref in obj["metadata"].get("ownerReferences") or []:
+                    tj = self.store.try_get(TRAINJOBS, obj["metadata"]["namespace"], ref["name"])
+                    if tj is not None and tj["metadata"]["uid"] == owner:
+                        self._reconcile(tj)
+        elif obj.get("kind") in QUEUE_KINDS:
+            self.queueing.kick()
 
     def _reconcile(self, tj: dict[str, Any]) -> None:
         try:

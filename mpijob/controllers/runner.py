@@ -29,10 +29,13 @@ class Outcome:
 
 class JobRunner:
     def __init__(
-        self, store: Store, logs: LogStore, files: JobFiles, plan: RunPlan, ips: dict[str, str], cluster_id: str
+        self, store: Store, logs: LogStore, files: JobFiles, plan: RunPlan, ips: dict[str, str], cluster_id: str,
+        gpus: dict[str, list[int]] | None = None,
     ) -> None:
         self.store, self.logs, self.files, self.plan, self.ips = store, logs, files, plan, ips
         self.cluster_id = cluster_id
+        self.gpus = gpus or {}  # pod name → its GPU indices (disjoint across running pods)
+        self.requeue = False  # stopped by Kueue (preempted, suspended): runs again once re-admitted
         self.mode = files.mode
         self.procs: dict[str, kubelet.PodProcess] = {}
         self.exits: dict[str, kubelet.Exit] = {}
@@ -45,9 +48,13 @@ class JobRunner:
         """Tags every process of the pod so a restarted server can find leftovers."""
         return {"MPIJOB_CLUSTER": self.cluster_id, "MPIJOB_POD": f"{self.plan.namespace}/{pod.name}"}
 
-    def _session_env(self, user: User) -> dict[str, str]:
+    def _devices(self, pod: PodPlan) -> dict[str, str]:
+        """The pod's own GPUs: like the NVIDIA device plugin, a pod without GPUs sees none."""
+        return {"CUDA_VISIBLE_DEVICES": ",".join(str(d) for d in self.gpus.get(pod.name, []))}
+
+    def _session_env(self, pod: PodPlan, user: User) -> dict[str, str]:
         """What sshd gives every remote session (ranks, orted): trainer.env reaches every rank."""
-        env = {"PATH": pod_path(), **LOCAL_MCA, "MPIJOB_CLUSTER": self.cluster_id}
+        env = {"PATH": pod_path(), **LOCAL_MCA, "MPIJOB_CLUSTER": self.cluster_id, **self._devices(pod)}
         if self.mode == PROCESS:
             env["HOME"] = user.home
         if user.uid == 0:
@@ -66,6 +73,7 @@ class JobRunner:
             "HOSTNAME": pod.hostname,
             **LOCAL_MCA,
             **self._marker(pod),
+            **self._devices(pod),
         }
         if user.uid == 0:
             env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -89,7 +97,7 @@ class JobRunner:
 
     async def _start(self, pod: PodPlan, user: User, sshd_only: bool = False) -> None:
         """Start a pod; `sshd_only` starts just the sshd of a process-mode launcher host."""
-        session_env = self._session_env(user)
+        session_env = self._session_env(pod, user)
         pod_dir = self.files.write_pod(self.plan, pod, self.ips, user, session_env)
         home = user.home if self.mode == NAMESPACE else str(pod_dir / "home")
         base_env = {"PATH": pod_path(), **self._marker(pod)}
@@ -220,9 +228,10 @@ class JobRunner:
         for cgroup in self.cgroups.values():
             cgroup.remove()
 
-    def stop(self, message: str) -> None:
-        """Abort (server shutdown or job deletion): the supervise loop returns, teardown follows."""
+    def stop(self, message: str, requeue: bool = False) -> None:
+        """Abort (server shutdown, deletion, eviction): the supervise loop returns, teardown follows."""
         self._stopping = message
+        self.requeue = requeue
         for p in self.procs.values():
             p.kill(signal.SIGTERM)
 

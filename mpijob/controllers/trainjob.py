@@ -6,18 +6,35 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from mpijob.api import render
 from mpijob.api.errors import ApiError
-from mpijob.api.plan import RunPlan, generate_ssh_keypair, resolve
-from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, CONFIGMAPS, PODS, SECRETS, TRAINING_RUNTIMES, TRAINJOBS
+from mpijob.api.plan import RunPlan, generate_ssh_keypair, gpu_count, resolve
+from mpijob.api.resources import (
+    CLUSTER_TRAINING_RUNTIMES,
+    CONFIGMAPS,
+    LOCAL_QUEUES,
+    PODS,
+    SECRETS,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
+    WORKLOADS,
+)
 from mpijob.api.selectors import parse_labels
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
-from mpijob.controllers.addresses import AddressPool
+from mpijob.controllers.addresses import AddressPool, DevicePool
 from mpijob.controllers.runner import JobRunner, Outcome
 from mpijob.controllers.sandbox import SSH_PORT, JobFiles, job_user
+from mpijob.controllers.workloads import (
+    DEFAULT_CLUSTER_QUEUE,
+    DEFAULT_LOCAL_QUEUE,
+    QUEUE_LABEL,
+    render_workload,
+    workload_name,
+)
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
@@ -32,9 +49,14 @@ def job_pods(store: Store, namespace: str, job: str) -> list[Obj]:
 
 
 class TrainJobController:
-    def __init__(self, store: Store, logs: LogStore, home: Home, mode: str, cluster_id: str) -> None:
+    def __init__(
+        self, store: Store, logs: LogStore, home: Home, mode: str, cluster_id: str, gpus: int = 0,
+        kick: Callable[[], None] = lambda: None,
+    ) -> None:
         self.store, self.logs, self.home, self.mode, self.cluster_id = store, logs, home, mode, cluster_id
         self.addresses = AddressPool(cluster_id)
+        self.devices = DevicePool(gpus)
+        self.kick = kick  # asks the queueing controller for a scheduling cycle
         self.runners: dict[str, tuple[JobRunner, asyncio.Task[None]]] = {}
 
     def files(self, tj: Obj) -> JobFiles:
@@ -44,23 +66,33 @@ class TrainJobController:
     # -- reconcile -----------------------------------------------------------------------------
 
     def reconcile(self, tj: Obj) -> None:
+        """Suspend/resume, then Kueue's gate: no pod exists before the job's Workload is admitted."""
         uid = tj["metadata"]["uid"]
-        if uid in self.runners or cond.finished(tj):
+        if cond.finished(tj):
+            self._sync_workload(tj, finished=True)
             return
         if tj.get("spec", {}).get("suspend"):
             if cond.set_condition(tj, cond.SUSPENDED, True, "Suspended", "TrainJob is suspended"):
                 self.store.update(TRAINJOBS, tj, status=True)
+            self._sync_workload(tj)
+            if uid in self.runners:
+                asyncio.create_task(self.evict(tj, "the TrainJob was suspended"))
             return
         if cond.is_true(tj, cond.SUSPENDED):
             cond.set_condition(tj, cond.SUSPENDED, False, "Resumed", "TrainJob is resumed")
             tj = self.store.update(TRAINJOBS, tj, status=True)
+        if uid in self.runners:
+            return
         try:
             plan = resolve(tj, self._runtime(tj))
         except ApiError as e:
             self.finish(tj, Outcome(False, "TrainingRuntimeNotSupported", e.message))
             return
-        private_pem, public_line = self._ensure_secret(tj, plan)
         owner = render.owner_reference(tj)
+        wl = self._sync_workload(tj, plan, owner)
+        if wl is None or not cond.is_true(wl, "Admitted"):
+            return
+        private_pem, public_line = self._ensure_secret(tj, plan)
         if self.store.try_get(CONFIGMAPS, plan.namespace, f"{plan.job}-mpi-hostfile") is None:
             self.store.create(CONFIGMAPS, render.render_hostfile_configmap(plan, owner))
         for pod in plan.pods:
@@ -70,10 +102,57 @@ class TrainJobController:
                       + ", ".join(p.name for p in plan.pods))
         files = self.files(tj)
         ips = {p.hostname: self.addresses.take(SSH_PORT) for p in plan.pods}
+        gpus = {p.name: self.devices.take(gpu_count(p.resources)) for p in plan.pods}
         launcher = next(p for p in plan.pods if p.is_launcher)
         files.write(plan, private_pem, public_line, ips, job_user(plan, launcher, self.mode))
-        runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id)
+        runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus)
         self.runners[uid] = (runner, asyncio.create_task(self._run(tj, plan, runner)))
+
+    def _sync_workload(self, tj: Obj, plan: RunPlan | None = None, owner: Obj | None = None,
+                       finished: bool = False) -> Obj | None:
+        """Create the TrainJob's Workload, and keep `active`/`Finished` in step with the TrainJob."""
+        meta = tj["metadata"]
+        wl = self.store.try_get(WORKLOADS, meta["namespace"], workload_name(tj))
+        if wl is None:
+            if plan is None or owner is None or finished:
+                return None
+            queue = meta.get("labels", {}).get(QUEUE_LABEL)
+            if queue is None and self.store.try_get(LOCAL_QUEUES, meta["namespace"], DEFAULT_LOCAL_QUEUE) is None:
+                self.store.create(LOCAL_QUEUES, {"metadata": {"name": DEFAULT_LOCAL_QUEUE, "namespace": meta["namespace"]},
+                                                 "spec": {"clusterQueue": DEFAULT_CLUSTER_QUEUE}})
+            wl = self.store.create(WORKLOADS, render_workload(self.store, tj, plan, owner))
+            self.kick()
+            return wl
+        if finished:
+            if not cond.is_true(wl, "Finished"):
+                failed = cond.is_true(tj, cond.FAILED)
+                reason = "Failed" if failed else "Succeeded"
+                message = (cond.get(tj, cond.FAILED) or cond.get(tj, cond.COMPLETE) or {}).get("message", "")
+                cond.set_condition(wl, "Finished", True, reason, message or f"Job finished: {reason.lower()}")
+                self.store.update(WORKLOADS, wl, status=True)
+                self.kick()
+            return wl
+        active = not tj.get("spec", {}).get("suspend", False)
+        if wl.get("spec", {}).get("active", True) != active:
+            wl["spec"]["active"] = active
+            if not active:
+                wl.setdefault("status", {}).pop("admission", None)
+                for kind in ("QuotaReserved", "Admitted"):
+                    cond.set_condition(wl, kind, False, "Inactive", "The workload is deactivated (TrainJob suspended)")
+                self.store.update(WORKLOADS, wl, status=True)
+                wl = self.store.get(WORKLOADS, meta["namespace"], wl["metadata"]["name"])
+                wl["spec"]["active"] = False
+            wl = self.store.update(WORKLOADS, wl)
+            self.kick()
+        return wl
+
+    async def evict(self, tj: Obj, message: str) -> None:
+        """Stop a running job as a whole and delete its pods; it runs again once re-admitted."""
+        entry = self.runners.get(tj["metadata"]["uid"])
+        if entry:
+            runner, task = entry
+            runner.stop(message, requeue=True)
+            await asyncio.gather(task, return_exceptions=True)
 
     def _runtime(self, tj: Obj) -> Obj:
         ref = tj["spec"]["runtimeRef"]
@@ -102,7 +181,13 @@ class TrainJobController:
             outcome = Outcome(False, "FailedJobs", f"the local cluster failed to run the job: {e}")
         finally:
             self.addresses.release(list(runner.ips.values()))
+            self.devices.release([d for ds in runner.gpus.values() for d in ds])
             self.runners.pop(uid, None)
+        if runner.requeue:
+            for pod in plan.pods:
+                if self.store.try_get(PODS, plan.namespace, pod.name) is not None:
+                    self.store.delete(PODS, plan.namespace, pod.name)
+            return
         current = self.store.try_get(TRAINJOBS, plan.namespace, plan.job)
         if current is not None and current["metadata"]["uid"] == uid:
             self.finish(current, outcome)
@@ -111,7 +196,8 @@ class TrainJobController:
         kind = cond.COMPLETE if outcome.succeeded else cond.FAILED
         cond.set_condition(tj, kind, True, outcome.reason, outcome.message)
         self._mirror(tj)
-        self.store.update(TRAINJOBS, tj, status=True)
+        tj = self.store.update(TRAINJOBS, tj, status=True)
+        self._sync_workload(tj, finished=True)
         events.record(self.store, tj, outcome.reason, outcome.message, warning=not outcome.succeeded)
 
     # -- status --------------------------------------------------------------------------------

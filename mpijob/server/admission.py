@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import secrets
 from typing import Any
 
-from mpijob.api.errors import Cause, bad_request, invalid
+from mpijob.api.errors import ApiError, Cause, bad_request, invalid
 from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, TRAINJOBS, Resource
 from mpijob.api.trainjob import check_runtime_ref
 from mpijob.store.objects import Store
@@ -87,6 +88,33 @@ def check_references(store: Store, res: Resource, obj: dict[str, Any]) -> None:
     runtime = store.try_get(kind, ns, ref.get("name", ""))
     available = [] if runtime else [r["metadata"]["name"] for r in store.list(kind, ns or None)[0]]
     check_runtime_ref(obj, runtime, available)
+    assert runtime is not None
+    check_fits(store, obj, runtime)
+
+
+def check_fits(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any]) -> None:
+    """Refuse (403, "exceeded quota") a job its ClusterQueue could never admit, before anything exists."""
+    from mpijob.api.plan import resolve
+    from mpijob.controllers.scheduler import never_fits
+    from mpijob.controllers.workloads import (
+        DEFAULT_CLUSTER_QUEUE,
+        QUEUE_LABEL,
+        build_snapshot,
+        local_queue_map,
+        render_workload,
+        workload,
+    )
+
+    candidate = {**trainjob, "metadata": {**trainjob["metadata"], "uid": trainjob["metadata"].get("uid", "new")}}
+    plan = resolve(candidate, runtime)
+    wl = workload(render_workload(store, candidate, plan, {}), local_queue_map(store))
+    if not wl.cluster_queue and QUEUE_LABEL not in (trainjob["metadata"].get("labels") or {}):
+        wl = dataclasses.replace(wl, cluster_queue=DEFAULT_CLUSTER_QUEUE)  # its LocalQueue is made on demand
+    snap = build_snapshot(store)
+    if wl.cluster_queue and wl.cluster_queue in snap.cluster_queues and (why := never_fits(snap, wl)):
+        raise ApiError(403, "Forbidden", f'trainjobs.trainer.kubeflow.org "{trainjob["metadata"]["name"]}" is '
+                       f"forbidden: exceeded quota: {why}", trainjob["metadata"]["name"], "trainer.kubeflow.org",
+                       "trainjobs")
 
 
 def admit(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from mpijob.api.errors import ApiError
 from mpijob.server import admission, bootstrap, openapi
 from mpijob.server.auth import BearerAuth
 from mpijob.server.http import json_response, status_response
-from mpijob.server.routes import crud, discovery
+from mpijob.server.routes import crud, discovery, visibility
 from mpijob.server.routes.paths import Discovery, not_found_path, parse
 from mpijob.server.state import Cluster
 from mpijob.store.home import Home
@@ -69,6 +69,8 @@ def _cluster(request: Request) -> Cluster:
 
 
 def _routes(app: FastAPI) -> None:
+    app.include_router(visibility.router)  # before the generic /apis routes, which would 404 its paths
+
     @app.get("/healthz")
     @app.get("/readyz")
     @app.get("/livez")

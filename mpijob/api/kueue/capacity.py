@@ -1,0 +1,64 @@
+"""Machine capacity as text (`--capacity nvidia.com/gpu=8,cpu=16,memory=64Gi`) and quantities as integers.
+
+The scheduler compares amounts exactly, so every quantity becomes an integer in the unit Kubernetes
+itself counts it in: millicores for `cpu` (`500m` is 500), bytes for `memory`, whole units for
+anything else (GPUs, `pods`, extended resources), each rounded up like `resource.Quantity`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from mpijob.api.errors import ApiError, bad_request
+from mpijob.api.quantity import parse_quantity
+
+# a qualified resource name: optional DNS prefix + "/" + name (kube's IsQualifiedName)
+_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                   r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_EXAMPLE = "nvidia.com/gpu=8,cpu=16,memory=64Gi"
+
+
+def parse_capacity(text: str) -> dict[str, str]:
+    """`nvidia.com/gpu=8,cpu=16,memory=64Gi` → {"nvidia.com/gpu": "8", "cpu": "16", "memory": "64Gi"}.
+
+    Any subset of resources may be given; a bad term raises a 400 ApiError naming it and the fix.
+    """
+    out: dict[str, str] = {}
+    for term in text.split(","):
+        term = term.strip()
+        if not term:
+            raise _bad(text, "an empty entry (two commas, or a comma at the start or end)", "remove it")
+        name, sep, value = (part.strip() for part in term.partition("="))
+        if not sep or not name or not value:
+            raise _bad(text, f'"{term}" is not RESOURCE=QUANTITY', 'write it like "cpu=16"')
+        if not _NAME.match(name):
+            raise _bad(text, f'"{name}" in "{term}" is not a resource name',
+                       'use a name such as "cpu", "memory" or "nvidia.com/gpu"')
+        if name in out:
+            raise _bad(text, f'"{name}" is given twice', "keep one entry per resource")
+        try:
+            amount = parse_quantity(value)
+        except ValueError:
+            raise _bad(text, f'"{value}" in "{term}" is not a quantity',
+                       'use a number with an optional suffix, e.g. "16", "500m", "64Gi"') from None
+        if amount < 0:
+            raise _bad(text, f'"{value}" in "{term}" is negative', "use zero or more")
+        out[name] = value
+    return out
+
+
+def _bad(text: str, problem: str, fix: str) -> ApiError:
+    return bad_request(f'invalid capacity "{text}": {problem}; {fix} (e.g. {_EXAMPLE})')
+
+
+def to_base_units(resource: str, quantity: object) -> int:
+    """The amount as an integer: cpu → millicores, memory → bytes, other resources → whole units.
+
+    Rounded up, as Kubernetes rounds a request it cannot represent exactly. Raises ValueError when
+    `quantity` is not a Kubernetes quantity (stored objects were validated, so this means a bug).
+    """
+    value = parse_quantity(quantity)
+    if resource == "cpu":
+        value *= 1000
+    return int(math.ceil(value))

@@ -1,0 +1,217 @@
+"""Typed models of the Kueue kinds (`kueue.x-k8s.io/v1beta2`, the storage version), written from the CRDs.
+
+They are the structural half of admission: unknown fields are rejected, enums, bounds, name patterns
+and quantities checked, as kube-apiserver checks a custom resource against its schema. Fields that
+the local cluster accepts but does not act on (admission checks, flavor fungibility, topology, pod
+templates) are typed as plain mappings: valid upstream, so accepted, but not checked deeply here.
+`status` is written by controllers and is not checked.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.alias_generators import to_camel
+
+from mpijob.api.quantity import parse_quantity
+
+DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+Obj = dict[str, Any]
+
+
+def _quantity(value: Any) -> Any:
+    """int-or-string holding a Kubernetes quantity, as `x-kubernetes-int-or-string` + the quantity pattern."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError('must be a quantity: an integer or a string such as "8", "500m" or "64Gi"')
+    try:
+        parse_quantity(value)
+    except ValueError:
+        raise ValueError('must be a quantity such as 8, "500m" or "64Gi"') from None
+    return value
+
+
+Quantity = Annotated[Any, AfterValidator(_quantity)]
+Name = Annotated[str, StringConstraints(max_length=253, pattern=DNS1123_SUBDOMAIN)]
+Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
+StopPolicy = Literal["None", "Hold", "HoldAndDrain"]
+
+
+class KueueModel(BaseModel):
+    """camelCase fields as in the CRDs; strict types (no "5" for 5), unknown fields rejected."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, alias_generator=to_camel, populate_by_name=True)
+
+
+class Object(KueueModel):
+    api_version: str | None = None
+    kind: str | None = None
+    metadata: Obj | None = None
+
+
+# --- shared by ClusterQueue and Cohort ---------------------------------------------------------
+
+class ResourceQuota(KueueModel):
+    name: str
+    nominal_quota: Quantity
+    borrowing_limit: Quantity | None = None
+    lending_limit: Quantity | None = None
+
+
+class FlavorQuotas(KueueModel):
+    name: Name
+    resources: Annotated[list[ResourceQuota], Field(min_length=1, max_length=64)]
+
+
+class ResourceGroup(KueueModel):
+    covered_resources: Annotated[list[str], Field(min_length=1, max_length=64)]
+    flavors: Annotated[list[FlavorQuotas], Field(min_length=1, max_length=64)]
+
+
+class FairSharing(KueueModel):
+    weight: Quantity | None = None
+
+
+# --- ClusterQueue --------------------------------------------------------------------------------
+
+class BorrowWithinCohort(KueueModel):
+    policy: Literal["Never", "LowerPriority"] | None = None
+    max_priority_threshold: Int32 | None = None
+
+
+class Preemption(KueueModel):
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] | None = None
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] | None = None
+    borrow_within_cohort: BorrowWithinCohort | None = None
+
+
+class SelectorRequirement(KueueModel):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] | None = None
+
+
+class LabelSelector(KueueModel):
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[SelectorRequirement] | None = None
+
+
+class ClusterQueueSpec(KueueModel):
+    resource_groups: Annotated[list[ResourceGroup], Field(max_length=16)] | None = None
+    cohort_name: Name | None = None
+    queueing_strategy: Literal["StrictFIFO", "BestEffortFIFO"] | None = None
+    namespace_selector: LabelSelector | None = None
+    preemption: Preemption | None = None
+    fair_sharing: FairSharing | None = None
+    stop_policy: StopPolicy | None = None
+    # accepted, not acted on by the local cluster
+    flavor_fungibility: Obj | None = None
+    admission_checks_strategy: Obj | None = None
+    admission_scope: Obj | None = None
+    concurrent_admission_policy: Obj | None = None
+
+
+class ClusterQueue(Object):
+    spec: ClusterQueueSpec | None = None
+    status: Obj | None = None
+
+
+# --- Cohort ------------------------------------------------------------------------------------
+
+class CohortSpec(KueueModel):
+    parent_name: Name | None = None
+    resource_groups: Annotated[list[ResourceGroup], Field(max_length=16)] | None = None
+    fair_sharing: FairSharing | None = None
+
+
+class Cohort(Object):
+    spec: CohortSpec | None = None
+    status: Obj | None = None
+
+
+# --- LocalQueue --------------------------------------------------------------------------------
+
+class LocalQueueSpec(KueueModel):
+    cluster_queue: Name | None = None
+    stop_policy: StopPolicy | None = None
+    fair_sharing: FairSharing | None = None
+
+
+class LocalQueue(Object):
+    spec: LocalQueueSpec | None = None
+    status: Obj | None = None
+
+
+# --- ResourceFlavor ----------------------------------------------------------------------------
+
+class Taint(KueueModel):
+    key: str
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    value: str | None = None
+    time_added: str | None = None
+
+
+class ResourceFlavorSpec(KueueModel):
+    node_labels: Annotated[dict[str, str], Field(max_length=8)] | None = None
+    node_taints: Annotated[list[Taint], Field(max_length=8)] | None = None
+    tolerations: Annotated[list[Obj], Field(max_length=8)] | None = None
+    topology_name: Name | None = None
+
+
+class ResourceFlavor(Object):
+    spec: ResourceFlavorSpec | None = None
+
+
+# --- WorkloadPriorityClass ---------------------------------------------------------------------
+
+class WorkloadPriorityClass(Object):
+    value: Int32
+    description: Annotated[str, StringConstraints(max_length=2048)] | None = None
+
+
+# --- Workload ----------------------------------------------------------------------------------
+
+class PodSet(KueueModel):
+    name: Annotated[str, StringConstraints(max_length=63, pattern=DNS1123_LABEL)] | None = None
+    count: Annotated[int, Field(ge=0, le=INT32_MAX)] | None = None
+    min_count: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
+    template: Obj  # a PodTemplateSpec; requests are checked in `validation`
+    topology_request: Obj | None = None
+
+
+class PriorityClassRef(KueueModel):
+    group: Literal["kueue.x-k8s.io", "scheduling.k8s.io"]
+    kind: Literal["WorkloadPriorityClass", "PriorityClass"]
+    name: Annotated[str, StringConstraints(min_length=1, max_length=253, pattern=DNS1123_SUBDOMAIN)]
+
+
+class PreemptionGate(KueueModel):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=63)]
+
+
+class WorkloadSpec(KueueModel):
+    pod_sets: Annotated[list[PodSet], Field(min_length=1, max_length=18)] | None = None
+    queue_name: Name | None = None
+    priority: Int32 | None = None
+    priority_class_ref: PriorityClassRef | None = None
+    active: bool | None = None
+    maximum_execution_time_seconds: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
+    preemption_gates: Annotated[list[PreemptionGate], Field(max_length=8)] | None = None
+
+
+class Workload(Object):
+    spec: WorkloadSpec | None = None
+    status: Obj | None = None
+
+
+MODELS: dict[str, type[Object]] = {
+    "ResourceFlavor": ResourceFlavor,
+    "ClusterQueue": ClusterQueue,
+    "LocalQueue": LocalQueue,
+    "WorkloadPriorityClass": WorkloadPriorityClass,
+    "Workload": Workload,
+    "Cohort": Cohort,
+}

@@ -1,0 +1,212 @@
+"""The Kueue controller: runs scheduling cycles over the store and writes their decisions back.
+
+A cycle is `mpijob.controllers.scheduler.schedule(build_snapshot(store))` — pure — and this module
+turns each decision into what Kueue would write: Workload conditions and admission, Events on the
+TrainJob, queue status. Evictions call back into the TrainJob controller, which stops the whole job.
+Cycles are coalesced: a burst of events costs one cycle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mpijob.api import resources as r
+from mpijob.api.quantity import parse_quantity
+from mpijob.controllers import conditions as cond
+from mpijob.controllers import events
+from mpijob.controllers.scheduler import Admit, Pending, Preempt, queue_usage, schedule, weighted_shares
+from mpijob.controllers.scheduler.snapshot import Snapshot
+from mpijob.controllers.workloads import build_snapshot, default_objects, live
+from mpijob.store.objects import Store
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+COALESCE = 0.005  # seconds a cycle waits for more events to arrive
+
+
+def _split(key: str) -> tuple[str, str]:
+    ns, _, name = key.partition("/")
+    return ns, name
+
+
+def _qty(resource: str, amount: int) -> str:
+    """Base units back to a Kubernetes quantity string."""
+    if resource == "cpu":
+        return f"{amount // 1000}" if amount % 1000 == 0 else f"{amount}m"
+    return str(amount)
+
+
+class Queueing:
+    def __init__(self, store: Store, evict: Callable[[Obj, str], Awaitable[None]]) -> None:
+        self.store = store
+        self._evict = evict
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._pending_messages: dict[str, str] = {}
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def ensure_defaults(self, capacity: dict[str, str]) -> None:
+        """Create the default flavor and queues; keep the machine-wide queue's quota = capacity."""
+        for res, obj in default_objects(capacity):
+            meta = obj["metadata"]
+            current = self.store.try_get(res, meta.get("namespace", ""), meta["name"])
+            if current is None:
+                self.store.create(res, obj, meta.get("namespace", ""))
+            elif (current["metadata"].get("annotations") or {}).get("mpijob.io/capacity") == "machine" \
+                    and current.get("spec") != obj["spec"]:
+                current["spec"] = obj["spec"]
+                self.store.update(res, current)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop())
+        self.kick()
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def kick(self) -> None:
+        self._wake.set()
+
+    async def _loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            await asyncio.sleep(COALESCE)
+            self._wake.clear()
+            try:
+                await self.cycle()
+            except Exception:
+                log.exception("scheduling cycle failed")
+
+    # -- one cycle -----------------------------------------------------------------------------
+
+    async def cycle(self) -> Snapshot:
+        snap = build_snapshot(self.store)
+        for decision in schedule(snap):
+            if isinstance(decision, Admit):
+                self._admit(decision)
+            elif isinstance(decision, Preempt):
+                await self._preempt(decision)
+            elif isinstance(decision, Pending):
+                self._pending(decision)
+        self._queue_status(build_snapshot(self.store))
+        return snap
+
+    def _workload(self, key: str) -> Obj | None:
+        ns, name = _split(key)
+        return self.store.try_get(r.WORKLOADS, ns, name)
+
+    def _owner(self, wl: Obj) -> Obj | None:
+        for ref in wl["metadata"].get("ownerReferences") or []:
+            if ref.get("kind") == "TrainJob":
+                return self.store.try_get(r.TRAINJOBS, wl["metadata"]["namespace"], ref["name"])
+        return None
+
+    def _admit(self, d: Admit) -> None:
+        wl = self._workload(d.workload)
+        if wl is None or not live(wl):
+            return
+        counts = {ps["name"]: int(ps.get("count", 1)) for ps in wl["spec"].get("podSets") or []}
+        assignments = []
+        for ps, flavors in d.assignment.flavors.items():
+            per_pod = next((p for p in wl["spec"]["podSets"] if p["name"] == ps), {})
+            requests = ((per_pod.get("template", {}).get("spec", {}).get("containers") or [{}])[0]
+                        .get("resources", {}).get("requests") or {})
+            usage = {res: _scaled(q, counts.get(ps, 1)) for res, q in requests.items()}
+            assignments.append({"name": ps, "flavors": flavors, "resourceUsage": usage, "count": counts.get(ps, 1)})
+        wl.setdefault("status", {})["admission"] = {"clusterQueue": d.cluster_queue, "podSetAssignments": assignments}
+        cond.set_condition(wl, "QuotaReserved", True, "QuotaReserved", f"Quota reserved in ClusterQueue {d.cluster_queue}")
+        cond.set_condition(wl, "Admitted", True, "Admitted", "The workload is admitted")
+        for kind in ("Evicted", "Preempted"):
+            if cond.get(wl, kind):
+                cond.set_condition(wl, kind, False, "QuotaReserved", "The workload has quota reserved")
+        self.store.update(r.WORKLOADS, wl, status=True)
+        self._pending_messages.pop(d.workload, None)
+        if (tj := self._owner(wl)) is not None:
+            events.record(self.store, tj, "Admitted",
+                          f"Admitted by ClusterQueue {d.cluster_queue}: quota reserved, the job starts")
+
+    async def _preempt(self, d: Preempt) -> None:
+        wl = self._workload(d.workload)
+        if wl is None:
+            return
+        wl.setdefault("status", {}).pop("admission", None)
+        cond.set_condition(wl, "Evicted", True, "Preempted", d.message)
+        cond.set_condition(wl, "Preempted", True, d.reason, d.message)
+        cond.set_condition(wl, "QuotaReserved", False, "Preempted", d.message)
+        cond.set_condition(wl, "Admitted", False, "Preempted", d.message)
+        cond.set_condition(wl, "Requeued", True, "Preempted", d.message)
+        self.store.update(r.WORKLOADS, wl, status=True)
+        tj = self._owner(wl)
+        if tj is not None:
+            events.record(self.store, tj, "Preempted", f"{d.message}; preempted by workload {d.by}", warning=True)
+            await self._evict(tj, d.message)
+
+    def _pending(self, d: Pending) -> None:
+        wl = self._workload(d.workload)
+        if wl is None:
+            return
+        if cond.set_condition(wl, "QuotaReserved", False, "Pending", d.message):
+            self.store.update(r.WORKLOADS, wl, status=True)
+        if self._pending_messages.get(d.workload) != d.human:
+            self._pending_messages[d.workload] = d.human
+            if (tj := self._owner(wl)) is not None:
+                events.record(self.store, tj, "Pending", d.human)
+
+    def pending_message(self, workload_key: str) -> str | None:
+        """The human 'why waiting' message of the last cycle."""
+        return self._pending_messages.get(workload_key)
+
+    # -- queue status --------------------------------------------------------------------------
+
+    def _queue_status(self, snap: Snapshot) -> None:
+        usage = queue_usage(snap)
+        shares = weighted_shares(snap)
+        for name, cq in snap.cluster_queues.items():
+            obj = self.store.try_get(r.CLUSTER_QUEUES, "", name)
+            if obj is None:
+                continue
+            mine = [w for w in snap.workloads if w.cluster_queue == name]
+            admitted = sum(1 for w in mine if w.admission)
+            flavors: dict[str, list[Obj]] = {}
+            for group in cq.groups:
+                for fq in group.flavors:
+                    for q in fq.resources:
+                        total, borrowed = usage.get(name, {}).get((fq.name, q.name), (0, 0))
+                        flavors.setdefault(fq.name, []).append(
+                            {"name": q.name, "total": _qty(q.name, total), "borrowed": _qty(q.name, borrowed)})
+            flavor_usage = [{"name": f, "resources": res} for f, res in flavors.items()]
+            status = dict(obj.get("status") or {})
+            status.update(
+                pendingWorkloads=len(mine) - admitted,
+                reservingWorkloads=admitted,
+                admittedWorkloads=admitted,
+                flavorsReservation=flavor_usage,
+                flavorsUsage=flavor_usage,
+                fairSharing={"weightedShare": shares.get(name, 0)},
+            )
+            new = {**obj, "status": status}
+            active = cq.stop_policy == "None"
+            cond.set_condition(new, "Active", active, "Ready" if active else "Stopped",
+                               "Can admit new workloads" if active else f"Stopped by stopPolicy {cq.stop_policy}")
+            if new["status"] != obj.get("status"):
+                self.store.update(r.CLUSTER_QUEUES, new, status=True)
+        for lq in self.store.list(r.LOCAL_QUEUES)[0]:
+            ns, name = lq["metadata"]["namespace"], lq["metadata"]["name"]
+            mine = [w for w in snap.workloads if w.namespace == ns and w.local_queue == name]
+            admitted = sum(1 for w in mine if w.admission)
+            status = {**(lq.get("status") or {}), "pendingWorkloads": len(mine) - admitted,
+                      "reservingWorkloads": admitted, "admittedWorkloads": admitted}
+            if status != lq.get("status"):
+                self.store.update(r.LOCAL_QUEUES, {**lq, "status": status}, status=True)
+
+
+def _scaled(quantity: Any, count: int) -> str:
+    """A per-pod quantity times the pod count, as a quantity string."""
+    value = parse_quantity(quantity) * count
+    return str(int(value)) if value == int(value) else f"{int(value * 1000)}m"

@@ -1,0 +1,132 @@
+"""Kueue semantics end to end on a server that declares 4 GPUs it does not have (`--capacity`): gang
+admission, disjoint CUDA_VISIBLE_DEVICES, suspend/resume, preemption by priority — with real jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from e2e_support import (
+    TRAINER,
+    condition,
+    create,
+    get_trainjob,
+    https_client,
+    job_pods,
+    launcher_of,
+    pod_log,
+    trainjob,
+    wait_finished,
+    wait_for,
+)
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+GPU = "nvidia.com/gpu"
+
+
+@pytest.fixture(scope="module")
+def gpu_api(new_server: Any) -> Iterator[httpx.Client]:
+    info = new_server("gpus", env={"MPIJOB_CAPACITY": f"{GPU}=4,cpu=8,memory=16Gi"})
+    with https_client(info.kubeconfig) as c:
+        yield c
+
+
+def gpu_job(name: str, gpus: int, command: str, num_nodes: int = 2, labels: dict[str, str] | None = None) -> dict:
+    job = trainjob(name, ["mpirun", "bash", "-c", command], num_nodes=num_nodes)
+    job["spec"]["trainer"]["resourcesPerNode"] = {"limits": {GPU: gpus}}
+    job["spec"]["trainer"]["numProcPerNode"] = 1
+    if labels:
+        job["metadata"]["labels"] = labels
+    return job
+
+
+def workload(c: httpx.Client, job: str, namespace: str = "default") -> dict:
+    items = c.get(f"{KUEUE}/namespaces/{namespace}/workloads").json()["items"]
+    return next(w for w in items if w["metadata"]["ownerReferences"][0]["name"] == job)
+
+
+def test_default_queue_objects_cover_the_declared_capacity(gpu_api: httpx.Client) -> None:
+    cq = gpu_api.get(f"{KUEUE}/clusterqueues/cluster-queue").json()
+    quotas = {q["name"]: q["nominalQuota"] for q in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
+    assert (quotas[GPU], quotas["cpu"], quotas["memory"]) == ("4", "8", "16Gi")
+    assert gpu_api.get(f"{KUEUE}/namespaces/default/localqueues/user-queue").status_code == 200
+    assert gpu_api.get(f"{KUEUE}/resourceflavors/default-flavor").status_code == 200
+
+
+def test_gang_admission_and_disjoint_gpus(gpu_api: httpx.Client) -> None:
+    c = gpu_api
+    # A: launcher + 1 node, 2 GPUs each = the whole machine, for a while.
+    create(c, gpu_job("q-a", 2, 'echo "gpus=$CUDA_VISIBLE_DEVICES host=$(hostname)"; sleep 4'))
+    wait_for(lambda: len(job_pods(c, "q-a")) == 2 or None, "q-a pods")
+    create(c, gpu_job("q-b", 2, 'echo "gpus=$CUDA_VISIBLE_DEVICES"'))
+    # B must wait as a whole: no pod of it exists while A holds the GPUs, and it says why.
+    wl = wait_for(lambda: (w := workload(c, "q-b")) and condition(w, "QuotaReserved") and w, "q-b pending")
+    assert condition(wl, "QuotaReserved")["status"] == "False"
+    assert GPU in condition(wl, "QuotaReserved")["message"]
+    assert job_pods(c, "q-b") == []
+    events = c.get("/api/v1/namespaces/default/events",
+                   params={"fieldSelector": "involvedObject.name=q-b"}).json()["items"]
+    assert any("Waiting for quota" in e["message"] or GPU in e["message"] for e in events)
+
+    done_a = wait_finished(c, "q-a")
+    assert condition(done_a, "Complete")["status"] == "True"
+    log = pod_log(c, launcher_of(job_pods(c, "q-a"))["metadata"]["name"])
+    sets = sorted({line.split()[0] for line in log.splitlines() if line.startswith("gpus=")})
+    assert len(sets) == 2, log  # two pods, two different device sets
+    devices = [d for s in sets for d in s.removeprefix("gpus=").split(",")]
+    assert sorted(devices) == ["0", "1", "2", "3"], log  # disjoint, and all four used
+    assert condition(wait_finished(c, "q-b"), "Complete")["status"] == "True"
+    assert condition(workload(c, "q-b"), "Admitted")["status"] == "True"
+
+
+def test_over_capacity_job_is_refused_at_creation(gpu_api: httpx.Client) -> None:
+    r = gpu_api.post(f"{TRAINER}/namespaces/default/trainjobs", json=gpu_job("q-huge", 8, "true"))
+    assert r.status_code in (403, 422), r.text
+    assert GPU in r.text
+    assert gpu_api.get(f"{TRAINER}/namespaces/default/trainjobs/q-huge").status_code == 404
+
+
+def test_suspend_stops_and_frees_then_resume_runs_again(gpu_api: httpx.Client) -> None:
+    c = gpu_api
+    create(c, gpu_job("q-s", 2, 'echo "run on $(hostname)"; sleep 3'))
+    wait_for(lambda: len(job_pods(c, "q-s")) == 2 or None, "q-s pods")
+    patch = {"spec": {"suspend": True}}
+    r = c.patch(f"{TRAINER}/namespaces/default/trainjobs/q-s", json=patch,
+                headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status_code == 200, r.text
+    wait_for(lambda: job_pods(c, "q-s") == [] or None, "q-s pods gone")
+    wl = workload(c, "q-s")
+    assert wl["spec"]["active"] is False and "admission" not in wl.get("status", {})
+    assert condition(get_trainjob(c, "q-s"), "Suspended")["status"] == "True"
+    r = c.patch(f"{TRAINER}/namespaces/default/trainjobs/q-s", json={"spec": {"suspend": False}},
+                headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status_code == 200, r.text
+    done = wait_finished(c, "q-s")
+    assert condition(done, "Complete")["status"] == "True"
+
+
+def test_higher_priority_preempts_and_the_victim_runs_again(gpu_api: httpx.Client) -> None:
+    c = gpu_api
+    for name, value in (("q-low", 10), ("q-high", 1000)):
+        r = c.post(f"{KUEUE}/workloadpriorityclasses",
+                   json={"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                         "metadata": {"name": name}, "value": value})
+        assert r.status_code in (201, 409), r.text
+    cq = c.get(f"{KUEUE}/clusterqueues/cluster-queue").json()
+    cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    assert c.put(f"{KUEUE}/clusterqueues/cluster-queue", json=cq).status_code == 200
+    create(c, gpu_job("q-victim", 2, "sleep 2; echo victim-done",
+                      labels={"kueue.x-k8s.io/priority-class": "q-low"}))
+    wait_for(lambda: len(job_pods(c, "q-victim")) == 2 or None, "victim running")
+    create(c, gpu_job("q-vip", 2, "echo vip-done", labels={"kueue.x-k8s.io/priority-class": "q-high"}))
+    wl = wait_for(lambda: (w := workload(c, "q-victim")) and condition(w, "Preempted") and w, "victim preempted")
+    assert condition(wl, "Evicted")["reason"] == "Preempted"
+    assert condition(wl, "Preempted")["reason"] == "InClusterQueue"
+    assert condition(wait_finished(c, "q-vip"), "Complete")["status"] == "True"
+    events = c.get("/api/v1/namespaces/default/events",
+                   params={"fieldSelector": "involvedObject.name=q-victim"}).json()["items"]
+    assert any(e["reason"] == "Preempted" for e in events)
+    # The victim returns to its queue and runs to completion once the GPUs are free again.
+    assert condition(wait_finished(c, "q-victim", timeout=60), "Complete")["status"] == "True"
