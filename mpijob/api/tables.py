@@ -188,6 +188,49 @@ COLUMNS: dict[str, list[Column]] = {
 }
 
 
+def _condition_status(kind: str) -> Callable[[Obj, datetime], Any]:
+    """`.status.conditions[?(@.type==kind)].status`, as a CRD printer column reads it."""
+    def cell(o: Obj, _: datetime) -> str:
+        for c in (o.get("status") or {}).get("conditions") or []:
+            if isinstance(c, dict) and c.get("type") == kind:
+                return str(c.get("status", ""))
+        return ""
+
+    return cell
+
+
+def _cohort(o: Obj, _: datetime) -> str:
+    spec = o.get("spec") or {}
+    return spec.get("cohortName") or spec.get("cohort") or ""  # v1beta2 / v1beta1
+
+
+# Kueue kinds: the CRDs' additionalPrinterColumns (the same at v1beta1 and v1beta2)
+COLUMNS.update({
+    "clusterqueues": [
+        NAME,
+        ("Cohort", "string", "", 0, _cohort),
+        ("Strategy", "string", "", 1, _field("spec", "queueingStrategy")),
+        ("Pending Workloads", "integer", "", 0, _field("status", "pendingWorkloads")),
+        ("Admitted Workloads", "integer", "", 1, _field("status", "admittedWorkloads")),
+    ],
+    "localqueues": [
+        NAME,
+        ("ClusterQueue", "string", "", 0, _field("spec", "clusterQueue")),
+        ("Pending Workloads", "integer", "", 0, _field("status", "pendingWorkloads")),
+        ("Admitted Workloads", "integer", "", 0, _field("status", "admittedWorkloads")),
+    ],
+    "workloads": [
+        NAME,
+        ("Queue", "string", "", 0, _field("spec", "queueName")),
+        ("Reserved in", "string", "", 0, _field("status", "admission", "clusterQueue")),
+        ("Admitted", "string", "", 0, _condition_status("Admitted")),
+        ("Finished", "string", "", 0, _condition_status("Finished")),
+        AGE,
+    ],
+    "workloadpriorityclasses": [NAME, ("Value", "integer", "", 0, _field("value"))],
+})
+
+
 def columns_for(res: Resource) -> list[Column]:
     """Kinds without a specific layout (runtimes, ...) show Name and Age."""
     return COLUMNS.get(res.plural, [NAME, AGE])

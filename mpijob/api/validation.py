@@ -15,9 +15,9 @@ import re
 from typing import Any
 
 from mpijob.api import names as n
-from mpijob.api import runtimes, schema, trainjob
+from mpijob.api import kueue, runtimes, schema, trainjob
 from mpijob.api.errors import ApiError, Cause, bad_request, invalid
-from mpijob.api.resources import Resource
+from mpijob.api.resources import KUEUE, Resource
 from mpijob.api.schema import show
 
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
@@ -47,7 +47,10 @@ def admit(res: Resource, obj: dict, old: dict | None = None) -> dict:
     meta = obj.get("metadata")
     name = meta.get("name", "") if isinstance(meta, dict) else ""
     causes = _metadata_causes(res, meta)
-    if res.kind in schema.kinds():
+    if res.group == KUEUE and res.kind in kueue.KINDS:
+        if not causes:
+            causes += kueue.causes(res.kind, obj, old)
+    elif res.kind in schema.kinds():
         unchanged = old is not None and obj.get("spec") == old.get("spec") and meta == old.get("metadata")
         if not unchanged:
             said = {c.field for c in causes}  # metadata problems are already reported, in their own words

@@ -13,8 +13,10 @@ from mpijob.cli.create_cmd import create, delete
 from mpijob.cli.describe_cmd import describe
 from mpijob.cli.get_cmd import get
 from mpijob.cli.logs_cmd import logs
+from mpijob.cli.queue_cmd import with_queues_describe, with_queues_get
 from mpijob.cli.run_cmd import run
 from mpijob.cli.server_cmd import kubeconfig, server_app
+from mpijob.cli.suspend_cmd import resume, suspend
 from mpijob.cli.session import ContextOpt, Globals, KubeconfigOpt, NamespaceOpt
 
 EPILOG = (
@@ -53,11 +55,13 @@ def main(
 app.add_typer(server_app, name="server")
 app.command("kubeconfig")(kubeconfig)
 app.command("create")(create)
-app.command("get")(get)
-app.command("describe")(describe)
+app.command("get")(with_queues_get(get))
+app.command("describe")(with_queues_describe(describe))
 app.command("logs")(logs)
 app.command("delete")(delete)
 app.command("run")(run)
+app.command("suspend")(suspend)
+app.command("resume")(resume)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,11 @@ else `status.flavorsUsage`.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
+from mpijob.api.quantity import parse_quantity
 from mpijob.cli.views import _indented_table, _kv, age
 
 Obj = dict[str, Any]
@@ -19,7 +21,9 @@ CQ_COLUMNS = ["NAME", "COHORT", "STRATEGY", "PENDING", "ADMITTED", "USAGE"]
 CQ_WIDE = ["RESERVING", "PREEMPTION", "WEIGHT", "AGE"]
 LQ_COLUMNS = ["NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "ADMITTED"]
 LQ_WIDE = ["RESERVING", "USAGE", "AGE"]
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+BYTES = re.compile(r"memory|storage")
+UNITS = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10),
+         ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
 
 
 def _spec(obj: Obj) -> Obj:
@@ -36,6 +40,20 @@ def _meta(obj: Obj) -> Obj:
 
 def _count(obj: Obj, key: str) -> str:
     return str(int(_status(obj).get(key) or 0))
+
+
+def quantity(value: Any, resource: str = "memory") -> str:
+    """A quantity for people: plain byte counts of memory/storage (as usage is often written) get a
+    suffix when exact (the shortest form), `8589934592` → `8Gi`; anything else is shown as written."""
+    text = str(value)
+    if not text.isdigit() or not BYTES.search(resource):
+        return text
+    try:
+        n = int(parse_quantity(text))
+    except ValueError:
+        return text
+    forms = [f"{n // size}{suffix}" for suffix, size in UNITS if n >= size and n % size == 0]
+    return min(forms + [text], key=len)
 
 
 def cohort(cq: Obj) -> str:
@@ -67,7 +85,8 @@ def usage_summary(cq: Obj) -> str:
     usage = used(cq)
     for flavor, resource, quota in quotas(cq):
         total = (usage.get((flavor, resource)) or {}).get("total", 0)
-        by_flavor.setdefault(flavor, []).append(f"{resource} {total}/{quota.get('nominalQuota', 0)}")
+        by_flavor.setdefault(flavor, []).append(
+            f"{resource} {quantity(total, resource)}/{quantity(quota.get('nominalQuota', 0), resource)}")
     return "; ".join(f"{flavor}: {', '.join(parts)}" for flavor, parts in by_flavor.items()) or "-"
 
 
@@ -75,7 +94,7 @@ def lq_usage_summary(lq: Obj) -> str:
     """A LocalQueue has no quota of its own: `default-flavor: cpu 4, nvidia.com/gpu 2`."""
     by_flavor: dict[str, list[str]] = {}
     for (flavor, resource), entry in used(lq).items():
-        by_flavor.setdefault(flavor, []).append(f"{resource} {entry.get('total', 0)}")
+        by_flavor.setdefault(flavor, []).append(f"{resource} {quantity(entry.get('total', 0), resource)}")
     return "; ".join(f"{flavor}: {', '.join(parts)}" for flavor, parts in by_flavor.items()) or "-"
 
 
@@ -95,7 +114,8 @@ def cluster_queue_row(cq: Obj, wide: bool, now: datetime | None = None) -> list[
     row = [str(_meta(cq).get("name", "")), cohort(cq) or "-", str(spec.get("queueingStrategy") or "BestEffortFIFO"),
            _count(cq, "pendingWorkloads"), _count(cq, "admittedWorkloads"), usage_summary(cq)]
     if wide:
-        row += [_count(cq, "reservingWorkloads"), preemption(cq), weight(cq), age(_meta(cq).get("creationTimestamp"), now)]
+        row += [_count(cq, "reservingWorkloads"), preemption(cq), weight(cq),
+                age(_meta(cq).get("creationTimestamp"), now)]
     return row
 
 
@@ -134,7 +154,9 @@ def owner_name(meta: Obj) -> str:
     return "-"
 
 
-def pending_rows(items: list[Obj], workloads: dict[tuple[str, str], Obj], now: datetime | None = None) -> list[list[str]]:
+def pending_rows(
+    items: list[Obj], workloads: dict[tuple[str, str], Obj], now: datetime | None = None
+) -> list[list[str]]:
     """One row per visibility item, with the Workload's pending message when we have the Workload."""
     rows = []
     for item in items:
@@ -157,10 +179,10 @@ def _quota_table(cq: Obj, usage_of: Obj | None = None) -> list[str]:
     rows = []
     for flavor, resource, q in quotas(cq):
         entry = usage.get((flavor, resource)) or {}
-        rows.append([flavor, resource, str(q.get("nominalQuota", 0)),
-                     str(q["borrowingLimit"]) if "borrowingLimit" in q else "-",
-                     str(q["lendingLimit"]) if "lendingLimit" in q else "-",
-                     str(entry.get("total", 0)), str(entry.get("borrowed", 0))])
+        rows.append([flavor, resource, quantity(q.get("nominalQuota", 0), resource),
+                     quantity(q["borrowingLimit"], resource) if "borrowingLimit" in q else "-",
+                     quantity(q["lendingLimit"], resource) if "lendingLimit" in q else "-",
+                     quantity(entry.get("total", 0), resource), quantity(entry.get("borrowed", 0), resource)])
     return _indented_table(["FLAVOR", "RESOURCE", "NOMINAL", "BORROWING LIMIT", "LENDING LIMIT", "IN USE",
                             "BORROWED"], rows)
 
@@ -185,7 +207,8 @@ def _selector(sel: Any) -> str:
     if not sel:
         return "{} (all namespaces)"
     labels = ", ".join(f"{k}={v}" for k, v in (sel.get("matchLabels") or {}).items())
-    exprs = ", ".join(f"{e.get('key')} {e.get('operator')} {e.get('values', [])}" for e in sel.get("matchExpressions") or [])
+    exprs = ", ".join(f"{e.get('key')} {e.get('operator')} {e.get('values', [])}"
+                      for e in sel.get("matchExpressions") or [])
     return ", ".join(p for p in (labels, exprs) if p)
 
 
@@ -248,7 +271,7 @@ def describe_local_queue(
     _kv(out, "Admitted", _count(lq, "admittedWorkloads"), 2)
     out.append("Usage (this queue):")
     out += _indented_table(["FLAVOR", "RESOURCE", "IN USE"],
-                           [[f, r, str(e.get("total", 0))] for (f, r), e in used(lq).items()])
+                           [[f, r, quantity(e.get("total", 0), r)] for (f, r), e in used(lq).items()])
     if cq is not None:
         out.append(f"Quota (ClusterQueue {_meta(cq).get('name', '')}, shared):")
         out += _quota_table(cq)

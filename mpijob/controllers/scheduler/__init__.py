@@ -1,2 +1,9 @@
 """Kueue semantics on one machine: pure scheduling decisions over a snapshot (this package), applied to
 the store by `mpijob.controllers.queueing`."""
+
+from mpijob.controllers.scheduler.cycle import schedule
+from mpijob.controllers.scheduler.decisions import Admit, Pending, Preempt
+from mpijob.controllers.scheduler.fairsharing import weighted_shares
+from mpijob.controllers.scheduler.limits import never_fits, queue_usage
+
+__all__ = ["Admit", "Pending", "Preempt", "never_fits", "queue_usage", "schedule", "weighted_shares"]

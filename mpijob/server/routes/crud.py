@@ -1,5 +1,9 @@
 """Generic REST verbs for every served resource: list, get, create, update, patch, delete, plus the
 `status` subresource. Kind-specific behaviour belongs in `mpijob.api.validation`, not here.
+
+A resource served at an older version (Kueue v1beta1) is stored at its storage version: bodies are
+converted up (`to_storage`) before admission, and every object sent back is converted down
+(`from_storage`, in `_render` and the list/delete answers); store calls always take the storage resource.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mpijob.api import errors, tables
-from mpijob.api.resources import ALL, NAMESPACES, Resource
+from mpijob.api.kueue.conversion import from_storage, to_storage
+from mpijob.api.resources import NAMESPACES, Resource, served_versions, storage
 from mpijob.api.selectors import parse_fields, parse_labels
 from mpijob.server import admission, patch
 from mpijob.server.http import (
@@ -65,6 +70,7 @@ def _dry_run(request: Request) -> bool:
 
 
 def _render(request: Request, res: Resource, obj: Obj, status: int = 200) -> Response:
+    obj = from_storage(res, obj)
     if wants_table(request):
         include = request.query_params.get("includeObject", "Metadata")
         return json_response(tables.table(res, [obj], obj["metadata"].get("resourceVersion", ""),
@@ -86,6 +92,7 @@ async def list_objects(request: Request, cluster: Cluster, t: Target) -> Respons
                             timeout=parse_int(q.get("timeoutSeconds"), "timeoutSeconds"),
                             table=wants_table(request), include_object=q.get("includeObject", "Metadata"))
     items, rv = cluster.store.list(t.res, t.namespace, labels, fields)
+    items = [from_storage(t.res, o) for o in items]
     items.sort(key=_sort_key)
     if wants_table(request):
         return json_response(tables.table(t.res, items, rv, include_object=q.get("includeObject", "Metadata")))
@@ -126,15 +133,16 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
     name = admission.check_name(res, obj)
     ns = obj["metadata"].get("namespace", "")
     _require_namespace(cluster, res, ns)
-    obj = admission.admit(res, _fresh(res, obj), None)
-    admission.check_references(cluster.store, res, obj)
-    if cluster.store.try_get(res, ns, name) is not None:
+    stored, obj = to_storage(res, obj)
+    obj = admission.admit(stored, _fresh(stored, obj), None)
+    admission.check_references(cluster.store, stored, obj)
+    if cluster.store.try_get(stored, ns, name) is not None:
         raise errors.already_exists(res.plural, name, res.group)
     if _dry_run(request):
         meta = obj["metadata"]
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
         return _render(request, res, obj, 201)
-    return _render(request, res, cluster.store.create(res, obj, ns), 201)
+    return _render(request, res, cluster.store.create(stored, obj, ns), 201)
 
 
 def _write(request: Request, cluster: Cluster, res: Resource, new: Obj, old: Obj, status: bool) -> Obj:
@@ -156,8 +164,9 @@ async def update(request: Request, cluster: Cluster, t: Target) -> Response:
     admission.check_type(res, obj)
     admission.check_namespace(res, obj, t.namespace)
     admission.check_name(res, obj, t.name)
-    old = cluster.store.get(res, t.namespace or "", t.name)
-    return _render(request, res, _write(request, cluster, res, obj, old, t.subresource == "status"))
+    stored, obj = to_storage(res, obj)
+    old = cluster.store.get(stored, t.namespace or "", t.name)
+    return _render(request, res, _write(request, cluster, stored, obj, old, t.subresource == "status"))
 
 
 def _keep_identity(res: Resource, patched: Any, old: Obj) -> Obj:
@@ -189,9 +198,9 @@ async def patch_object(request: Request, cluster: Cluster, t: Target) -> Respons
                               f"include: {', '.join([*appliers, patch.APPLY])}")
     body = await read_body(request)
     old = cluster.store.get(res, ns, t.name)
-    patched = appliers[ctype](old, body)
-    new = _keep_identity(res, patched, old)
-    return _render(request, res, _write(request, cluster, res, new, old, t.subresource == "status"))
+    seen = from_storage(res, old)  # a patch applies to the object as the client's version shows it
+    stored, new = to_storage(res, _keep_identity(res, appliers[ctype](seen, body), seen))
+    return _render(request, res, _write(request, cluster, stored, new, old, t.subresource == "status"))
 
 
 async def _apply(request: Request, cluster: Cluster, t: Target) -> Response:
@@ -208,8 +217,9 @@ async def _apply(request: Request, cluster: Cluster, t: Target) -> Response:
             raise errors.not_found(res.plural, t.name, res.group)
         return await create(request, cluster, t, body=applied)
     applied["metadata"].pop("resourceVersion", None)
-    new = _keep_identity(res, patch.merge_patch(old, applied), old)
-    return _render(request, res, _write(request, cluster, res, new, old, t.subresource == "status"))
+    seen = from_storage(res, old)
+    stored, new = to_storage(res, _keep_identity(res, patch.merge_patch(seen, applied), seen))
+    return _render(request, res, _write(request, cluster, stored, new, old, t.subresource == "status"))
 
 
 async def _delete_options(request: Request) -> Obj:
@@ -231,6 +241,8 @@ def _check_preconditions(res: Resource, obj: Obj, options: Obj) -> None:
 
 
 def _delete_one(request: Request, cluster: Cluster, res: Resource, ns: str, name: str, options: Obj) -> Obj:
+    """Delete (or mark) one object; returns it as stored: callers convert it for the client."""
+    res = storage(res)
     obj = cluster.store.get(res, ns, name)
     _check_preconditions(res, obj, options)
     if res is NAMESPACES and name in PROTECTED_NAMESPACES:
@@ -244,7 +256,7 @@ def _delete_one(request: Request, cluster: Cluster, res: Resource, ns: str, name
     if dry:
         return obj
     if res is NAMESPACES:
-        for other in ALL:
+        for other in served_versions():
             if other.namespaced:
                 for item in cluster.store.list(other, name)[0]:
                     cluster.store.delete(other, name, item["metadata"]["name"])
@@ -265,7 +277,7 @@ async def delete(request: Request, cluster: Cluster, t: Target) -> Response:
         raise errors.method_not_allowed(f"DELETE is not allowed on {t.res.plural}/{t.subresource}")
     options = await _delete_options(request)
     obj = _delete_one(request, cluster, t.res, t.namespace or "", t.name, options)
-    return json_response(_deleted_response(t.res, obj))
+    return json_response(_deleted_response(t.res, from_storage(t.res, obj)))
 
 
 async def delete_collection(request: Request, cluster: Cluster, t: Target) -> Response:
@@ -278,6 +290,7 @@ async def delete_collection(request: Request, cluster: Cluster, t: Target) -> Re
         meta = item["metadata"]
         if t.res is NAMESPACES and meta["name"] in PROTECTED_NAMESPACES:
             continue
-        deleted.append(_delete_one(request, cluster, t.res, meta.get("namespace", ""), meta["name"], options))
+        deleted.append(from_storage(t.res, _delete_one(request, cluster, t.res, meta.get("namespace", ""),
+                                                       meta["name"], options)))
     return json_response({"kind": f"{t.res.kind}List", "apiVersion": t.res.api_version,
                           "metadata": {"resourceVersion": cluster.store.resource_version}, "items": deleted})

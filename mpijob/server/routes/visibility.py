@@ -109,8 +109,8 @@ def api_resource_list() -> Obj:
 
 def compute_positions(store: Store) -> tuple[Snapshot, Positions]:
     """The scheduler's view of the queues now (imported lazily: the controllers load after the API)."""
-    from mpijob.controllers.queueing import build_snapshot
-    from mpijob.controllers.scheduler import positions
+    from mpijob.controllers.scheduler.ordering import positions
+    from mpijob.controllers.workloads import build_snapshot
 
     snap = build_snapshot(store)
     return snap, positions(snap)
@@ -138,8 +138,11 @@ def _paging(request: Request) -> tuple[int, int]:
 
 def cluster_queue_summary(
     store: Store, name: str, offset: int = 0, limit: int = DEFAULT_LIMIT,
-    compute: Callable[[Store], tuple[Snapshot, Positions]] = compute_positions,
+    compute: Callable[[Store], tuple[Snapshot, Positions]] | None = None,
 ) -> Obj:
+    compute = compute or compute_positions
+    if lookup(KUEUE, KUEUE_VERSION, "clusterqueues") is not None and _stored(store, "clusterqueues", "", name) is None:
+        raise errors.not_found("clusterqueue", name, GROUP)
     snap, positions = compute(store)
     if name not in snap.cluster_queues:
         raise errors.not_found("clusterqueue", name, GROUP)
@@ -148,9 +151,11 @@ def cluster_queue_summary(
 
 def local_queue_summary(
     store: Store, namespace: str, name: str, offset: int = 0, limit: int = DEFAULT_LIMIT,
-    compute: Callable[[Store], tuple[Snapshot, Positions]] = compute_positions,
+    compute: Callable[[Store], tuple[Snapshot, Positions]] | None = None,
 ) -> Obj:
-    if lookup(KUEUE, KUEUE_VERSION, "localqueues") is not None and _stored(store, "localqueues", namespace, name) is None:
+    compute = compute or compute_positions
+    served = lookup(KUEUE, KUEUE_VERSION, "localqueues") is not None
+    if served and _stored(store, "localqueues", namespace, name) is None:
         raise errors.not_found("localqueue", name, GROUP)
     snap, positions = compute(store)
     wls = page(pending_in_local_queue(snap, positions, namespace, name), offset, limit)

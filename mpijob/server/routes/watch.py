@@ -1,7 +1,8 @@
 """`watch=true`: a chunked stream of newline-delimited `{"type", "object"}` events.
 
 Without a resourceVersion (or with "0") the stream starts with a synthetic ADDED per existing object,
-as kube-apiserver does; with one it replays the store's change log after it. A version older than
+as kube-apiserver does; with one it replays the store's change log after it. Objects are sent in the
+version the client watches (Kueue v1beta1 watches get converted objects). A version older than
 the kept history is reported in-stream as an ERROR event with a 410 Expired Status.
 """
 
@@ -17,6 +18,7 @@ from starlette.responses import StreamingResponse
 
 from mpijob.api import tables
 from mpijob.api.errors import ApiError
+from mpijob.api.kueue.conversion import from_storage
 from mpijob.api.resources import Resource
 from mpijob.api.selectors import Requirement
 from mpijob.server.http import JSON
@@ -42,6 +44,8 @@ def stream(
     include_object: str,
 ) -> StreamingResponse:
     def encode(kind: str, obj: dict[str, Any]) -> bytes:
+        if kind != "ERROR":
+            obj = from_storage(res, obj)  # a v1beta1 watch sees v1beta1 objects
         if table and kind != "ERROR":
             obj = tables.table(res, [obj], obj.get("metadata", {}).get("resourceVersion", ""),
                                include_object=include_object)

@@ -1,0 +1,230 @@
+"""The rules a schema cannot say: Kueue's validating webhooks and CEL rules, on structurally valid objects.
+
+Messages keep Kueue's wording (`must match the name in coveredResources`, `must be nil when cohort is
+empty`, ...) and add the fix, so an administrator who knows Kueue recognises them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from mpijob.api.errors import Cause
+from mpijob.api.quantity import parse_quantity
+from mpijob.api.kueue.structure import show
+
+Obj = dict[str, Any]
+
+_QUALIFIED = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                        r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+_QUALIFIED_HELP = ("must be a qualified name: an optional DNS prefix and '/', then at most 63 letters, digits, "
+                   "'-', '_' or '.', starting and ending with a letter or digit (e.g. 'nvidia.com/gpu')")
+
+
+def causes(kind: str, obj: Obj, old: Obj | None) -> list[Cause]:
+    """Kueue's semantic checks for `kind`; `old` is the stored object on update."""
+    check = _RULES.get(kind)
+    return check(obj, old) if check else []
+
+
+def _spec(obj: Obj | None) -> Obj:
+    return (obj or {}).get("spec") or {}
+
+
+# --- ClusterQueue / Cohort ---------------------------------------------------------------------
+
+def _cluster_queue(obj: Obj, _: Obj | None) -> list[Cause]:
+    spec = _spec(obj)
+    out = _resource_groups(spec.get("resourceGroups") or [], bool(spec.get("cohortName")), "cohort")
+    out += _selector(spec.get("namespaceSelector"), "spec.namespaceSelector")
+    pre = spec.get("preemption") or {}
+    if pre.get("reclaimWithinCohort") == "Never" and (pre.get("borrowWithinCohort") or {}).get("policy",
+                                                                                               "Never") != "Never":
+        out.append(Cause("spec.preemption", "Invalid value: reclaimWithinCohort=Never and "
+                                            "borrowWithinCohort.Policy!=Never; set reclaimWithinCohort to "
+                                            "LowerPriority or Any, or borrowWithinCohort.policy to Never"))
+    return out + _weight(spec)
+
+
+def _cohort(obj: Obj, _: Obj | None) -> list[Cause]:
+    spec = _spec(obj)
+    out = _resource_groups(spec.get("resourceGroups") or [], bool(spec.get("parentName")), "parent")
+    name = (obj.get("metadata") or {}).get("name")
+    if name and spec.get("parentName") == name:
+        out.append(Cause("spec.parentName", f'Invalid value: "{name}": a cohort cannot be its own parent; '
+                                            "name another cohort or remove parentName"))
+    return out + _weight(spec)
+
+
+def _weight(spec: Obj) -> list[Cause]:
+    weight = (spec.get("fairSharing") or {}).get("weight")
+    if weight is not None and parse_quantity(weight) < 0:
+        return [Cause("spec.fairSharing.weight", f"Invalid value: {show(weight)}: must be greater than or equal "
+                                                 "to 0 (0 means the queue only gets what nobody else wants)")]
+    return []
+
+
+def _resource_groups(groups: list[Obj], has_parent: bool, parent_word: str) -> list[Cause]:
+    out: list[Cause] = []
+    seen_resources: set[str] = set()
+    seen_flavors: set[str] = set()
+    for i, group in enumerate(groups):
+        where = f"spec.resourceGroups[{i}]"
+        covered = group.get("coveredResources") or []
+        for j, name in enumerate(covered):
+            if not _QUALIFIED.match(name) or len(name) > 316:
+                out.append(Cause(f"{where}.coveredResources[{j}]", f"Invalid value: {show(name)}: {_QUALIFIED_HELP}"))
+            if name in seen_resources:
+                out.append(Cause(f"{where}.coveredResources[{j}]",
+                                 f"Duplicate value: {show(name)}: a resource may be covered by one resource group "
+                                 "only; remove it here or from the other group", "FieldValueDuplicate"))
+            seen_resources.add(name)
+        for j, flavor in enumerate(group.get("flavors") or []):
+            fwhere = f"{where}.flavors[{j}]"
+            if flavor["name"] in seen_flavors:
+                out.append(Cause(f"{fwhere}.name", f"Duplicate value: {show(flavor['name'])}: a flavor may appear "
+                                                   "once in a queue; merge the two entries", "FieldValueDuplicate"))
+            seen_flavors.add(flavor["name"])
+            out += _flavor_quotas(flavor, covered, has_parent, parent_word, fwhere)
+    return out
+
+
+def _flavor_quotas(flavor: Obj, covered: list[str], has_parent: bool, parent_word: str, where: str) -> list[Cause]:
+    resources = flavor["resources"]
+    out: list[Cause] = []
+    if len(resources) != len(covered):
+        out.append(Cause(f"{where}.resources", f"Invalid value: {len(resources)} resources: flavors must have the "
+                                               f"same number of resources as the coveredResources ({len(covered)}: "
+                                               f"{', '.join(covered)}); list one quota per covered resource, in order"))
+    for k, quota in enumerate(resources[: len(covered)]):
+        qwhere = f"{where}.resources[{k}]"
+        if quota["name"] != covered[k]:
+            out.append(Cause(f"{qwhere}.name", f"Invalid value: {show(quota['name'])}: must match the name in "
+                                               f"coveredResources ({show(covered[k])} at position {k})"))
+        nominal = parse_quantity(quota["nominalQuota"])
+        for key in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+            value = quota.get(key)
+            if value is None:
+                continue
+            if parse_quantity(value) < 0:
+                out.append(Cause(f"{qwhere}.{key}", f"Invalid value: {show(value)}: must be greater than or equal "
+                                                    "to 0"))
+            if key != "nominalQuota" and not has_parent:
+                out.append(Cause(f"{qwhere}.{key}", f"Invalid value: {show(value)}: must be nil when {parent_word} "
+                                                    f"is empty; set spec.{'cohortName' if parent_word == 'cohort' else 'parentName'} "
+                                                    f"or remove {key}"))
+            if key == "lendingLimit" and parse_quantity(value) > nominal:
+                out.append(Cause(f"{qwhere}.lendingLimit", f"Invalid value: {show(value)}: must be less than or "
+                                                           f"equal to the nominalQuota ({show(quota['nominalQuota'])})"))
+    return out
+
+
+def _selector(selector: Obj | None, where: str) -> list[Cause]:
+    if not selector:
+        return []
+    out: list[Cause] = []
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if not _QUALIFIED.match(key):
+            out.append(Cause(f"{where}.matchLabels", f"Invalid value: {show(key)}: {_QUALIFIED_HELP}"))
+        if not _LABEL_VALUE.match(value):
+            out.append(Cause(f"{where}.matchLabels", f"Invalid value: {show(value)}: a label value is at most 63 "
+                                                     "letters, digits, '-', '_' or '.', starting and ending with a "
+                                                     "letter or digit (or empty)"))
+    for i, req in enumerate(selector.get("matchExpressions") or []):
+        rwhere = f"{where}.matchExpressions[{i}]"
+        if not _QUALIFIED.match(req["key"]):
+            out.append(Cause(f"{rwhere}.key", f"Invalid value: {show(req['key'])}: {_QUALIFIED_HELP}"))
+        values, op = req.get("values") or [], req["operator"]
+        if op in ("In", "NotIn") and not values:
+            out.append(Cause(f"{rwhere}.values", "Required value: must be specified when `operator` is 'In' or "
+                                                 "'NotIn'", "FieldValueRequired"))
+        if op in ("Exists", "DoesNotExist") and values:
+            out.append(Cause(f"{rwhere}.values", "Forbidden: may not be specified when `operator` is 'Exists' or "
+                                                 "'DoesNotExist'; remove values", "FieldValueForbidden"))
+    return out
+
+
+# --- LocalQueue, ResourceFlavor ----------------------------------------------------------------
+
+def _local_queue(obj: Obj, old: Obj | None) -> list[Cause]:
+    before, after = _spec(old).get("clusterQueue"), _spec(obj).get("clusterQueue")
+    if old is not None and before is not None and after != before:
+        return [Cause("spec.clusterQueue", f"Invalid value: {show(after)}: field is immutable (was {show(before)}); "
+                                           "delete the LocalQueue and create it again to point it elsewhere")]
+    return []
+
+
+def _resource_flavor(obj: Obj, old: Obj | None) -> list[Cause]:
+    spec, out = _spec(obj), []
+    labels = spec.get("nodeLabels") or {}
+    out += _selector({"matchLabels": labels}, "spec.nodeLabels") if labels else []
+    out = [Cause("spec.nodeLabels", c.message, c.reason) for c in out]
+    if spec.get("topologyName") and not labels:
+        out.append(Cause("spec", "Invalid value: at least one nodeLabel is required when topology is set; add "
+                                 "spec.nodeLabels or remove spec.topologyName"))
+    before = _spec(old).get("topologyName")
+    if old is not None and before and spec.get("topologyName") != before:
+        out.append(Cause("spec", f"Invalid value: topologyName is immutable when topologyName is set (was "
+                                 f"{show(before)})"))
+    return out
+
+
+# --- Workload ----------------------------------------------------------------------------------
+
+def _workload(obj: Obj, _: Obj | None) -> list[Cause]:
+    spec, out = _spec(obj), []
+    seen: set[str] = set()
+    for i, pod_set in enumerate(spec.get("podSets") or []):
+        where = f"spec.podSets[{i}]"
+        name = pod_set.get("name", "main")
+        if name in seen:
+            out.append(Cause(f"{where}.name", f"Duplicate value: {show(name)}: pod set names must be unique",
+                             "FieldValueDuplicate"))
+        seen.add(name)
+        if pod_set.get("minCount") is not None and pod_set["minCount"] > pod_set.get("count", 1):
+            out.append(Cause(f"{where}.minCount", f"Invalid value: {pod_set['minCount']}: minCount should be "
+                                                  f"positive and less or equal to count ({pod_set.get('count', 1)})"))
+        out += _requests(pod_set.get("template") or {}, f"{where}.template")
+    ref = spec.get("priorityClassRef")
+    if ref is not None:
+        pairs = {"kueue.x-k8s.io": "WorkloadPriorityClass", "scheduling.k8s.io": "PriorityClass"}
+        if pairs[ref["group"]] != ref["kind"]:
+            out.append(Cause("spec.priorityClassRef.kind", f"Invalid value: {show(ref['kind'])}: only the "
+                                                           f"{pairs[ref['group']]} kind is allowed for the "
+                                                           f"{ref['group']} group"))
+        if spec.get("priority") is None:
+            out.append(Cause("spec.priority", "Required value: priority should not be nil when priorityClassRef is "
+                                              "set; set it to the priority class's value", "FieldValueRequired"))
+    return out
+
+
+def _requests(template: Any, where: str) -> list[Cause]:
+    """Container requests/limits must be non-negative quantities: the scheduler sums them."""
+    tspec = template.get("spec") if isinstance(template, dict) else None
+    containers = tspec.get("containers") if isinstance(tspec, dict) else None
+    out: list[Cause] = []
+    for i, c in enumerate(containers if isinstance(containers, list) else []):
+        resources = c.get("resources") if isinstance(c, dict) else None
+        for key in ("requests", "limits"):
+            amounts = resources.get(key) if isinstance(resources, dict) else None
+            for res, qty in (amounts.items() if isinstance(amounts, dict) else ()):
+                field = f"{where}.spec.containers[{i}].resources.{key}[{res}]"
+                try:
+                    bad = parse_quantity(qty) < 0 or isinstance(qty, bool)
+                except ValueError:
+                    bad = True
+                if bad:
+                    out.append(Cause(field, f"Invalid value: {show(qty)}: must be a non-negative quantity such as "
+                                            '1, "500m" or "4Gi"'))
+    return out
+
+
+_RULES: dict[str, Callable[[Obj, Obj | None], list[Cause]]] = {
+    "ClusterQueue": _cluster_queue,
+    "Cohort": _cohort,
+    "LocalQueue": _local_queue,
+    "ResourceFlavor": _resource_flavor,
+    "Workload": _workload,
+}

@@ -1,0 +1,73 @@
+"""`mpijob suspend|resume trainjob NAME`: flip `spec.suspend`, the one switch users have over a job.
+
+A merge patch of `spec.suspend` is exactly what `kubectl patch --type=merge` sends, so it behaves the
+same on a real cluster: suspending stops the job and frees its quota, resuming puts it back in its
+queue (Kueue admits it again before it runs).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from mpijob.api import errors
+from mpijob.api.resources import TRAINJOBS
+from mpijob.cli.session import (
+    ContextOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    connect,
+    handles_errors,
+)
+from mpijob.client.api import Cluster, display_name
+
+MERGE_PATCH = "application/merge-patch+json"
+TRAINJOB_NAMES = ("trainjob", "trainjobs", "tj")
+PAST = {"suspend": "suspended", "resume": "resumed"}
+
+
+def set_suspend(cluster: Cluster, name: str, suspend: bool) -> None:
+    """Merge-patch `spec.suspend` of a TrainJob in the connection's namespace (404 when it is missing)."""
+    path = f"/apis/{TRAINJOBS.group}/{TRAINJOBS.version}/namespaces/{cluster.namespace}/{TRAINJOBS.plural}/{name}"
+    cluster.request("PATCH", path, body={"spec": {"suspend": suspend}}, content_type=MERGE_PATCH)
+
+
+def _run(ctx: typer.Context, verb: str, resource: str, name: str, suspend: bool,
+         kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
+    if resource.lower() not in TRAINJOB_NAMES:
+        raise errors.ApiError(400, "BadRequest", f"cannot {verb} {resource!r}: only TrainJobs can be "
+                              f"{PAST[verb]}; use: mpijob {verb} trainjob NAME")
+    with connect(ctx, kubeconfig, context, namespace) as cluster:
+        set_suspend(cluster, name, suspend)
+    print(f"{display_name(TRAINJOBS, name)} {PAST[verb]}")
+
+
+ResourceArg = Annotated[str, typer.Argument(help="trainjob")]
+NameArg = Annotated[str, typer.Argument(help="The TrainJob's name.")]
+
+
+@handles_errors
+def suspend(
+    ctx: typer.Context,
+    resource: ResourceArg,
+    name: NameArg,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+) -> None:
+    """Stop a TrainJob and free its resources (spec.suspend=true); `resume` puts it back in its queue."""
+    _run(ctx, "suspend", resource, name, True, kubeconfig, context, namespace)
+
+
+@handles_errors
+def resume(
+    ctx: typer.Context,
+    resource: ResourceArg,
+    name: NameArg,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+) -> None:
+    """Requeue a suspended TrainJob (spec.suspend=false); it runs again once admitted."""
+    _run(ctx, "resume", resource, name, False, kubeconfig, context, namespace)

@@ -1,0 +1,51 @@
+"""Questions about quota outside a cycle: could a workload ever fit, and what do queues use now."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from mpijob.controllers.scheduler import messages as msg
+from mpijob.controllers.scheduler.flavors import NO_FIT, Assigner
+from mpijob.controllers.scheduler.quota import Ledger
+from mpijob.controllers.scheduler.snapshot import Snapshot, Workload
+
+
+def never_fits(snap: Snapshot, wl: Workload) -> str | None:
+    """A human refusal when `wl` could not be admitted by its ClusterQueue even if the queue and its
+    cohort were empty (a request over nominal plus the most it may borrow, or a resource no flavor
+    covers); None otherwise, and None when the queue is unknown (it may be created later)."""
+    cq = snap.cluster_queues.get(wl.cluster_queue)
+    if cq is None:
+        return None
+    referenced = frozenset(f.name for g in cq.groups for f in g.flavors)
+    empty = Ledger(replace(snap, workloads=()))
+    result = Assigner(empty, cq, referenced, None, False).assign(wl)
+    if result.mode != NO_FIT:
+        return None
+    short = result.shortfall
+    if short is None:
+        return f"ClusterQueue {cq.name} can never admit this workload: {result.message}"
+    if short.uncovered:
+        covered = ", ".join(sorted({r for g in cq.groups for r in g.covered})) or "nothing"
+        return (f"ClusterQueue {cq.name} has no quota for {short.resource} (it covers {covered}); remove the "
+                f"{short.resource} request or add {short.resource} to the ClusterQueue's resourceGroups")
+    res = short.resource
+    return (f"{res} requested {msg.quantity(res, short.requested)}, but ClusterQueue {cq.name} can never provide "
+            f"more than {msg.quantity(res, short.available)} (nominal quota plus what it may borrow); request at "
+            f"most {msg.quantity(res, short.available)} {res} or raise the ClusterQueue's quota")
+
+
+def queue_usage(snap: Snapshot) -> dict[str, dict[tuple[str, str], tuple[int, int]]]:
+    """CQ name → (flavor, resource) → (total used by admitted workloads, borrowed part), for every
+    flavor/resource the queue has quota for (zeros included, as Kueue's flavorsReservation lists them)."""
+    ledger = Ledger(snap)
+    out: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
+    for name in sorted(snap.cluster_queues):
+        per: dict[tuple[str, str], tuple[int, int]] = {}
+        for fr, nominal in ledger.nominal[name].items():
+            used = ledger.used(name, fr)
+            per[fr] = (used, max(0, used - nominal))
+        for fr, used in ledger.usage[name].items():  # admitted under a flavor the queue no longer lists
+            per.setdefault(fr, (used, used))
+        out[name] = per
+    return out
