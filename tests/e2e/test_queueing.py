@@ -3,6 +3,8 @@ admission, disjoint CUDA_VISIBLE_DEVICES, suspend/resume, preemption by priority
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +23,9 @@ from e2e_support import (
     wait_finished,
     wait_for,
 )
+
+from mpijob.server import daemon
+from mpijob.store.home import Home
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
@@ -135,3 +140,28 @@ def test_higher_priority_preempts_and_the_victim_runs_again(gpu_api: httpx.Clien
     assert any(e["reason"] == "Preempted" for e in events)
     # The victim returns to its queue and runs to completion once the GPUs are free again.
     assert condition(wait_finished(c, "q-victim", timeout=60), "Complete")["status"] == "True"
+
+
+def test_queue_state_survives_kill_9(servers: Any) -> None:
+    """Admissions and the pending queue live in the store: after `kill -9` and a new start, the job
+    that held the GPUs ends ControlPlaneRestarted, its quota is released, the waiting job is admitted."""
+    env = {"MPIJOB_CAPACITY": f"{GPU}=2"}
+    info = servers.start("queue-restart", env=env)
+    with https_client(info.kubeconfig) as c:
+        create(c, gpu_job("q-holder", 1, "sleep 60"))
+        wait_for(lambda: len(job_pods(c, "q-holder")) == 2 or None, "holder running")
+        create(c, gpu_job("q-waiter", 1, "echo waited"))
+        wait_for(lambda: any_condition(workload(c, "q-waiter"), "QuotaReserved"), "waiter pending")
+        assert job_pods(c, "q-waiter") == []
+    os.kill(info.pid, signal.SIGKILL)
+    try:
+        os.waitpid(info.pid, 0)
+    except ChildProcessError:
+        pass
+    again = daemon.start(Home(info.home), timeout=60, env=env)
+    with https_client(again.kubeconfig) as c:
+        holder = wait_finished(c, "q-holder")
+        assert condition(holder, "Failed")["reason"] == "ControlPlaneRestarted"
+        assert condition(workload(c, "q-holder"), "Finished") is not None
+        assert condition(wait_finished(c, "q-waiter"), "Complete") is not None
+        assert condition(workload(c, "q-waiter"), "Admitted") is not None

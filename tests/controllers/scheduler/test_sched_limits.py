@@ -4,7 +4,12 @@ import time
 
 from sched_builders import FLAVOR, GPU, admitted, job, pending, queue, snap
 
-from mpijob.controllers.scheduler.cycle import never_fits, positions, queue_usage, schedule
+from mpijob.controllers.scheduler.cycle import (
+    never_fits,
+    positions,
+    queue_usage,
+    schedule,
+)
 
 
 def test_never_fits_over_nominal_without_cohort():

@@ -101,3 +101,49 @@ def test_preemption_needs_the_request_within_nominal():
     out = schedule(snap([q()], [job("low", gpus=2, admitted=FLAVOR), job("huge", gpus=10, prio=10)]))
     assert preempted(out) == []
     assert pending(out)["default/huge"].never_fits
+
+
+def test_a_second_preemptor_picks_other_victims():
+    jobs = [job("low1", gpus=4, prio=0, admitted=FLAVOR, admitted_at=1),
+            job("low2", gpus=4, prio=0, admitted=FLAVOR, admitted_at=2),
+            job("high1", gpus=4, prio=10, t=1), job("high2", gpus=4, prio=10, t=2)]
+    out = schedule(snap([q()], jobs))
+    by = {d.workload: d.by for d in out if isinstance(d, Preempt)}
+    assert by == {"default/low2": "default/high1", "default/low1": "default/high2"}
+
+
+def test_a_workload_that_fits_once_victims_are_gone_waits_without_new_victims():
+    # high needs 5 of 8 with 4 free: evicting "low" (4) frees 8; "mid" (3) fits in what is left then.
+    jobs = [job("low", gpus=4, prio=0, admitted=FLAVOR), job("high", gpus=5, prio=10, t=1),
+            job("mid", gpus=3, prio=5, t=2)]
+    out = schedule(snap([q()], jobs))
+    assert preempted(out) == ["default/low"]
+    assert admitted(out) == []
+    p = pending(out)["default/mid"]
+    assert p.message == ("Workload has overlapping preemption targets with another workload, but will fit after "
+                         "these preemptions complete")
+    assert p.reason == "WaitingForPreemptedWorkloads"
+
+
+def test_decisions_do_not_depend_on_input_order():
+    jobs = [job(f"r{i}", gpus=1, prio=i % 2, admitted=FLAVOR, admitted_at=i) for i in range(6)] + \
+           [job(f"p{i}", gpus=1 + i % 3, prio=i % 4, t=10 + i) for i in range(10)]
+    a = schedule(snap([q()], jobs))
+    b = schedule(snap([q()], list(reversed(jobs))))
+    assert a == b and preempted(a)
+
+
+def test_borrow_within_cohort_allows_preempting_while_borrowing():
+    from sched_builders import queue as mkqueue
+
+    a = mkqueue("a", {GPU: 2}, cohort="c", reclaim_within_cohort="LowerPriority", borrow_within_cohort="LowerPriority")
+    b = mkqueue("b", {GPU: 6}, cohort="c")
+    # b borrows 2 of a's quota; a wants 4 (needs to borrow 2 itself after reclaiming)
+    jobs = [job("b-low", "b", gpus=8, prio=0, admitted=FLAVOR), job("a-high", "a", gpus=4, prio=10, t=5)]
+    out = schedule(snap([a, b], jobs))
+    (p,) = [d for d in out if isinstance(d, Preempt)]
+    assert p.reason == "InCohortReclaimWhileBorrowing"
+    assert "reclamation within the cohort while borrowing" in p.message
+    # without borrowWithinCohort, a preemptor that would borrow cannot evict
+    a_never = mkqueue("a", {GPU: 2}, cohort="c", reclaim_within_cohort="LowerPriority")
+    assert preempted(schedule(snap([a_never, b], jobs))) == []
