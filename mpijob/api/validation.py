@@ -14,8 +14,8 @@ import copy
 import re
 from typing import Any
 
-from mpijob.api import names as n
 from mpijob.api import kueue, runtimes, schema, trainjob
+from mpijob.api import names as n
 from mpijob.api.errors import ApiError, Cause, bad_request, invalid
 from mpijob.api.resources import KUEUE, Resource
 from mpijob.api.schema import show

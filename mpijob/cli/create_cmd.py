@@ -8,7 +8,14 @@ import typer
 
 from mpijob.api import errors
 from mpijob.api.resources import TRAINJOBS
-from mpijob.cli.session import ContextOpt, KubeconfigOpt, NamespaceOpt, connect, globals_of, handles_errors
+from mpijob.cli.session import (
+    ContextOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    connect,
+    globals_of,
+    handles_errors,
+)
 from mpijob.client import manifests
 from mpijob.client.api import Cluster, display_name, resource_for
 from mpijob.client.wait import wait_until_gone

@@ -9,7 +9,13 @@ import typer
 
 from mpijob.api import errors
 from mpijob.cli import views
-from mpijob.cli.session import ContextOpt, KubeconfigOpt, NamespaceOpt, connect, handles_errors
+from mpijob.cli.session import (
+    ContextOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    connect,
+    handles_errors,
+)
 
 
 @handles_errors

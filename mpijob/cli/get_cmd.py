@@ -7,9 +7,21 @@ from typing import Annotated, Any, Optional
 import typer
 
 from mpijob.api import errors
-from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINING_RUNTIMES, TRAINJOBS, Resource
+from mpijob.api.resources import (
+    CLUSTER_TRAINING_RUNTIMES,
+    PODS,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
+    Resource,
+)
 from mpijob.cli import output, views
-from mpijob.cli.session import ContextOpt, KubeconfigOpt, NamespaceOpt, connect, handles_errors
+from mpijob.cli.session import (
+    ContextOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    connect,
+    handles_errors,
+)
 from mpijob.client.api import JOB_LABEL, Cluster, display_name
 
 Obj = dict[str, Any]

@@ -8,7 +8,13 @@ from typing import Annotated, Optional
 import typer
 
 from mpijob.api import errors
-from mpijob.cli.session import ContextOpt, KubeconfigOpt, NamespaceOpt, connect, handles_errors
+from mpijob.cli.session import (
+    ContextOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    connect,
+    handles_errors,
+)
 from mpijob.client.api import JOB_LABEL, Cluster
 from mpijob.client.phase import job_phase
 from mpijob.client.wait import wait_for_launcher

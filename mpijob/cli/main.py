@@ -16,8 +16,8 @@ from mpijob.cli.logs_cmd import logs
 from mpijob.cli.queue_cmd import with_queues_describe, with_queues_get
 from mpijob.cli.run_cmd import run
 from mpijob.cli.server_cmd import kubeconfig, server_app
-from mpijob.cli.suspend_cmd import resume, suspend
 from mpijob.cli.session import ContextOpt, Globals, KubeconfigOpt, NamespaceOpt
+from mpijob.cli.suspend_cmd import resume, suspend
 
 EPILOG = (
     "Exit codes: 0 ok · 1 job failed · 2 invalid input · 3 not found · 4 forbidden · "

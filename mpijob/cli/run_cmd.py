@@ -15,10 +15,22 @@ from mpijob.cli import output
 from mpijob.cli.create_cmd import FileOpt, create_all, load_all
 from mpijob.cli.exitcodes import Exit
 from mpijob.cli.logs_cmd import copy_stream
-from mpijob.cli.session import ContextOpt, KubeconfigOpt, NamespaceOpt, connect, globals_of, handles_errors
+from mpijob.cli.session import (
+    ContextOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    connect,
+    globals_of,
+    handles_errors,
+)
 from mpijob.client.api import Cluster, display_name, resource_for
 from mpijob.client.errors import ServerUnavailable
-from mpijob.client.wait import Outcome, wait_for_finish, wait_for_launcher, wait_until_gone
+from mpijob.client.wait import (
+    Outcome,
+    wait_for_finish,
+    wait_for_launcher,
+    wait_until_gone,
+)
 
 Obj = dict[str, Any]
 LOG_DRAIN_SECONDS = 10.0  # after the job ends, how long the launcher log may take to finish arriving

@@ -1,9 +1,10 @@
-"""Loopback addresses and GPUs for pods. Addresses: each pod gets its own 127.x.y.z, so every node's sshd listens on
+"""Loopback addresses, GPUs and CPU cores for pods. Addresses: each pod gets its own 127.x.y.z, so every node's sshd listens on
 port 2222 as in Trainer's pods, and two servers (two homes) draw from different /16s."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import socket
 
 
@@ -52,3 +53,22 @@ class DevicePool:
 
     def release(self, devices: list[int]) -> None:
         self._free = sorted(set(self._free) | set(devices))
+
+
+class CorePool:
+    """Whole CPU cores for pods that ask for whole CPUs, as disjoint affinity sets where they fit.
+
+    Quota may exceed the cores this process can use (a declared `--capacity cpu=16` on 2 cores):
+    then a pod that does not fit runs unpinned, sharing the machine, rather than waiting."""
+
+    def __init__(self) -> None:
+        self._free = sorted(os.sched_getaffinity(0))
+
+    def take(self, cpus: int) -> list[int]:
+        if cpus < 1 or cpus > len(self._free):
+            return []
+        taken, self._free = self._free[:cpus], self._free[cpus:]
+        return taken
+
+    def release(self, cores: list[int]) -> None:
+        self._free = sorted(set(self._free) | set(cores))

@@ -13,12 +13,12 @@ import hashlib
 import logging
 from typing import Any
 
-from mpijob.api.resources import TRAINJOBS
-from mpijob.controllers import conditions as cond
 from mpijob.api.quantity import parse_quantity
+from mpijob.api.resources import TRAINJOBS
 from mpijob.controllers import capacity, gc
-from mpijob.controllers.queueing import Queueing
+from mpijob.controllers import conditions as cond
 from mpijob.controllers import pods as kubelet
+from mpijob.controllers.queueing import Queueing
 from mpijob.controllers.runner import Outcome
 from mpijob.controllers.sandbox import detect_mode
 from mpijob.controllers.trainjob import TrainJobController, job_pods

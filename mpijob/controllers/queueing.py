@@ -17,7 +17,14 @@ from mpijob.api import resources as r
 from mpijob.api.quantity import parse_quantity
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
-from mpijob.controllers.scheduler import Admit, Pending, Preempt, queue_usage, schedule, weighted_shares
+from mpijob.controllers.scheduler import (
+    Admit,
+    Pending,
+    Preempt,
+    queue_usage,
+    schedule,
+    weighted_shares,
+)
 from mpijob.controllers.scheduler.snapshot import Snapshot
 from mpijob.controllers.workloads import build_snapshot, default_objects, live
 from mpijob.store.objects import Store

@@ -11,7 +11,17 @@ from dataclasses import dataclass
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.controllers import pods as kubelet
 from mpijob.controllers.cgroups import PodCgroup
-from mpijob.controllers.sandbox import ACCEPTED, LOCAL_MCA, NAMESPACE, PROCESS, SSH_PORT, JobFiles, User, job_user, pod_path
+from mpijob.controllers.sandbox import (
+    ACCEPTED,
+    LOCAL_MCA,
+    NAMESPACE,
+    PROCESS,
+    SSH_PORT,
+    JobFiles,
+    User,
+    job_user,
+    pod_path,
+)
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
 
@@ -30,11 +40,12 @@ class Outcome:
 class JobRunner:
     def __init__(
         self, store: Store, logs: LogStore, files: JobFiles, plan: RunPlan, ips: dict[str, str], cluster_id: str,
-        gpus: dict[str, list[int]] | None = None,
+        gpus: dict[str, list[int]] | None = None, cores: dict[str, list[int]] | None = None,
     ) -> None:
         self.store, self.logs, self.files, self.plan, self.ips = store, logs, files, plan, ips
         self.cluster_id = cluster_id
         self.gpus = gpus or {}  # pod name → its GPU indices (disjoint across running pods)
+        self.cores = cores or {}  # pod name → its CPU cores, when it asked for whole CPUs and they fit
         self.requeue = False  # stopped by Kueue (preempted, suspended): runs again once re-admitted
         self.mode = files.mode
         self.procs: dict[str, kubelet.PodProcess] = {}
@@ -111,6 +122,8 @@ class JobRunner:
         if cgroup:
             self.cgroups[pod.name] = cgroup
         argv = self.files.argv(self.plan, pod, user, [*pod.command, *pod.args], env, cgroup and cgroup.procs)
+        if cores := self.cores.get(pod.name):  # the whole pod, sshd sessions included, on its own cores
+            argv = ["taskset", "-c", ",".join(map(str, cores)), *argv]
         cwd = None if self.mode == NAMESPACE else home
         self.procs[pod.name] = await kubelet.spawn(self.logs, self.plan.namespace, pod.name, argv, base_env, cwd)
         kubelet.set_running(self.store, self.plan.namespace, pod.name, self.ips[pod.hostname])

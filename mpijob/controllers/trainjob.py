@@ -12,6 +12,7 @@ from typing import Any
 from mpijob.api import render
 from mpijob.api.errors import ApiError
 from mpijob.api.plan import RunPlan, generate_ssh_keypair, gpu_count, resolve
+from mpijob.api.quantity import parse_quantity
 from mpijob.api.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     CONFIGMAPS,
@@ -25,7 +26,7 @@ from mpijob.api.resources import (
 from mpijob.api.selectors import parse_labels
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
-from mpijob.controllers.addresses import AddressPool, DevicePool
+from mpijob.controllers.addresses import AddressPool, CorePool, DevicePool
 from mpijob.controllers.runner import JobRunner, Outcome
 from mpijob.controllers.sandbox import SSH_PORT, JobFiles, job_user
 from mpijob.controllers.workloads import (
@@ -43,6 +44,15 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 
+def whole_cpus(resources: dict) -> int:
+    """CPUs a pod asks for, when a whole number (requests, else limits); 0 otherwise."""
+    value = (resources.get("requests") or {}).get("cpu") or (resources.get("limits") or {}).get("cpu")
+    if value is None:
+        return 0
+    amount = parse_quantity(value)
+    return int(amount) if amount == int(amount) else 0
+
+
 def job_pods(store: Store, namespace: str, job: str) -> list[Obj]:
     pods, _ = store.list(PODS, namespace, parse_labels(f"{cond.JOB_SET_LABEL}={job}"))
     return pods
@@ -56,6 +66,7 @@ class TrainJobController:
         self.store, self.logs, self.home, self.mode, self.cluster_id = store, logs, home, mode, cluster_id
         self.addresses = AddressPool(cluster_id)
         self.devices = DevicePool(gpus)
+        self.cores = CorePool()
         self.kick = kick  # asks the queueing controller for a scheduling cycle
         self.runners: dict[str, tuple[JobRunner, asyncio.Task[None]]] = {}
 
@@ -103,9 +114,10 @@ class TrainJobController:
         files = self.files(tj)
         ips = {p.hostname: self.addresses.take(SSH_PORT) for p in plan.pods}
         gpus = {p.name: self.devices.take(gpu_count(p.resources)) for p in plan.pods}
+        cores = {p.name: self.cores.take(whole_cpus(p.resources)) for p in plan.pods}
         launcher = next(p for p in plan.pods if p.is_launcher)
         files.write(plan, private_pem, public_line, ips, job_user(plan, launcher, self.mode))
-        runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus)
+        runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus, cores)
         self.runners[uid] = (runner, asyncio.create_task(self._run(tj, plan, runner)))
 
     def _sync_workload(self, tj: Obj, plan: RunPlan | None = None, owner: Obj | None = None,
@@ -182,6 +194,7 @@ class TrainJobController:
         finally:
             self.addresses.release(list(runner.ips.values()))
             self.devices.release([d for ds in runner.gpus.values() for d in ds])
+            self.cores.release([c for cs in runner.cores.values() for c in cs])
             self.runners.pop(uid, None)
         if runner.requeue:
             for pod in plan.pods:

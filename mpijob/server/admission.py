@@ -10,7 +10,12 @@ import secrets
 from typing import Any
 
 from mpijob.api.errors import ApiError, Cause, bad_request, invalid
-from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, TRAINJOBS, Resource
+from mpijob.api.resources import (
+    CLUSTER_TRAINING_RUNTIMES,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
+    Resource,
+)
 from mpijob.api.trainjob import check_runtime_ref
 from mpijob.store.objects import Store
 

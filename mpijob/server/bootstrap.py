@@ -9,7 +9,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, CONFIGMAPS, NAMESPACES, Resource
+from mpijob.api.resources import (
+    CLUSTER_TRAINING_RUNTIMES,
+    CONFIGMAPS,
+    NAMESPACES,
+    Resource,
+)
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)

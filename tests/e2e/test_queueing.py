@@ -165,3 +165,17 @@ def test_queue_state_survives_kill_9(servers: Any) -> None:
         assert condition(workload(c, "q-holder"), "Finished") is not None
         assert condition(wait_finished(c, "q-waiter"), "Complete") is not None
         assert condition(workload(c, "q-waiter"), "Admitted") is not None
+
+
+def test_pods_asking_for_whole_cpus_get_disjoint_cores(gpu_api: httpx.Client) -> None:
+    c = gpu_api
+    job = trainjob("q-cpu", ["mpirun", "bash", "-c",
+                             'echo "cores=$(grep Cpus_allowed_list /proc/self/status | cut -f2) host=$(hostname)"'],
+                   num_nodes=2)
+    job["spec"]["trainer"]["resourcesPerNode"] = {"limits": {"cpu": "1"}}
+    create(c, job)
+    assert condition(wait_finished(c, "q-cpu"), "Complete") is not None
+    log = pod_log(c, launcher_of(job_pods(c, "q-cpu"))["metadata"]["name"])
+    cores = [line.split()[0].removeprefix("cores=") for line in log.splitlines() if line.startswith("cores=")]
+    assert len(cores) == 2 and len(set(cores)) == 2, log  # one core each, not the same one
+    assert all("," not in c and "-" not in c for c in cores), log

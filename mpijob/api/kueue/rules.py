@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mpijob.api.errors import Cause
-from mpijob.api.quantity import parse_quantity
 from mpijob.api.kueue.structure import show
+from mpijob.api.quantity import parse_quantity
 
 Obj = dict[str, Any]
 

@@ -5,5 +5,6 @@ from mpijob.controllers.scheduler.cycle import schedule
 from mpijob.controllers.scheduler.decisions import Admit, Pending, Preempt
 from mpijob.controllers.scheduler.fairsharing import weighted_shares
 from mpijob.controllers.scheduler.limits import never_fits, queue_usage
+from mpijob.controllers.scheduler.ordering import positions
 
-__all__ = ["Admit", "Pending", "Preempt", "never_fits", "queue_usage", "schedule", "weighted_shares"]
+__all__ = ["Admit", "Pending", "Preempt", "never_fits", "positions", "queue_usage", "schedule", "weighted_shares"]

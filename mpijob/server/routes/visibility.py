@@ -109,7 +109,7 @@ def api_resource_list() -> Obj:
 
 def compute_positions(store: Store) -> tuple[Snapshot, Positions]:
     """The scheduler's view of the queues now (imported lazily: the controllers load after the API)."""
-    from mpijob.controllers.scheduler.ordering import positions
+    from mpijob.controllers.scheduler import positions
     from mpijob.controllers.workloads import build_snapshot
 
     snap = build_snapshot(store)

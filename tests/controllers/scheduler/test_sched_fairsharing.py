@@ -79,3 +79,12 @@ def test_fair_sharing_does_not_preempt_below_the_preemptors_share():
     out = schedule(snap(teams(reclaim_within_cohort="Any"), [*running, job("b1", "team-b", gpus=4, t=50)]),
                    fair_sharing=True)
     assert preempted(out) == []
+
+
+def test_fair_sharing_reclaims_nominal_quota_regardless_of_shares():
+    qs = [queue("team-a", {GPU: 6}, cohort="c", reclaim_within_cohort="Any"),
+          queue("team-b", {GPU: 6}, cohort="c", reclaim_within_cohort="Any")]
+    running = [job(f"a{i}", "team-a", gpus=2, admitted=FLAVOR, admitted_at=i) for i in range(5)]
+    out = schedule(snap(qs, [*running, job("b0", "team-b", gpus=4, t=50)]), fair_sharing=True)
+    victims = [d for d in out if isinstance(d, Preempt)]
+    assert [(v.workload, v.reason) for v in victims] == [("default/a4", "InCohortReclamation")]
