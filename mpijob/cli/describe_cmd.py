@@ -35,4 +35,5 @@ def describe(
         pods = cluster.job_pods(name)
         events = cluster.events_for("TrainJob", name)
         runtime = cluster.runtime_for(job)
-    sys.stdout.write(views.describe_trainjob(job, pods, events, runtime))
+        waiting = cluster.waiting_messages().get(job["metadata"]["uid"], "")
+    sys.stdout.write(views.describe_trainjob(job, pods, events, runtime, waiting=waiting))

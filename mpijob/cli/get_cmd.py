@@ -121,6 +121,7 @@ def render(
             key = (p["metadata"].get("namespace", ""), (p["metadata"].get("labels") or {}).get(JOB_LABEL, ""))
             by_job.setdefault(key, []).append(p)
         runtimes: dict[str, Obj | None] = {}
+        waiting = cluster.waiting_messages(all_namespaces=all_namespaces) if wide else {}
         rows = []
         for job in items:
             runtime = None
@@ -130,7 +131,8 @@ def render(
                     runtimes[ref] = cluster.runtime_for(job)
                 runtime = runtimes[ref]
             key = (job["metadata"].get("namespace", ""), job["metadata"]["name"])
-            rows.append(views.trainjob_row(job, by_job.get(key, []), runtime, wide))
+            rows.append(views.trainjob_row(job, by_job.get(key, []), runtime, wide,
+                                           waiting=waiting.get(job["metadata"].get("uid", ""), "")))
         output.table(views.TRAINJOB_COLUMNS + (views.TRAINJOB_WIDE if wide else []), rows)
     elif kind == "pods":
         output.table(views.POD_COLUMNS + (views.POD_WIDE if wide else []), [views.pod_row(p, wide) for p in items])

@@ -80,9 +80,10 @@ def runtime_ref(trainjob: Obj) -> str:
 
 
 def trainjob_row(
-    trainjob: Obj, pods: list[Obj] | None, runtime: Obj | None, wide: bool, now: datetime | None = None
+    trainjob: Obj, pods: list[Obj] | None, runtime: Obj | None, wide: bool, now: datetime | None = None,
+    waiting: str = "",
 ) -> list[str]:
-    phase, message = job_phase(trainjob, pods)
+    phase, message = job_phase(trainjob, pods, waiting)
     row = [_meta(trainjob).get("name", ""), phase, num_nodes(trainjob, runtime),
            age(_meta(trainjob).get("creationTimestamp"), now)]
     if wide:
@@ -122,12 +123,13 @@ def _kv(lines: list[str], key: str, value: Any, indent: int = 0) -> None:
 
 
 def describe_trainjob(
-    trainjob: Obj, pods: list[Obj], events: list[Obj], runtime: Obj | None, now: datetime | None = None
+    trainjob: Obj, pods: list[Obj], events: list[Obj], runtime: Obj | None, now: datetime | None = None,
+    waiting: str = "",
 ) -> str:
     """`kubectl describe`-style text: spec summary, conditions, jobsStatus, pods, events."""
     meta, spec, status = _meta(trainjob), trainjob.get("spec") or {}, trainjob.get("status") or {}
     trainer = spec.get("trainer") or {}
-    phase, message = job_phase(trainjob, pods)
+    phase, message = job_phase(trainjob, pods, waiting)
     out: list[str] = []
     _kv(out, "Name", meta.get("name"))
     _kv(out, "Namespace", meta.get("namespace"))

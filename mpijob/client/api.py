@@ -27,6 +27,9 @@ CONTAINER = "node"  # every Trainer MPI container is named `node`
 REQUEST_TIMEOUT = 30.0
 
 
+WAITING_ANNOTATION = "mpijob.io/waiting"  # the scheduler's human "why waiting" message on a Workload
+
+
 class Cluster:
     """One connection to one cluster (a `Target`); cheap to keep for the life of a command."""
 
@@ -186,6 +189,24 @@ class Cluster:
 
     def get_pod(self, name: str, namespace: str | None = None) -> Obj:
         return self.request("GET", f"/api/v1/namespaces/{self._ns(namespace)}/pods/{name}")
+
+    def waiting_messages(self, namespace: str | None = None, all_namespaces: bool = False) -> dict[str, str]:
+        """TrainJob uid → why its Kueue Workload waits for admission (empty where it does not).
+
+        On a cluster without Kueue this is simply empty."""
+        path = ("/apis/kueue.x-k8s.io/v1beta2/workloads" if all_namespaces else
+                f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace or self.namespace}/workloads")
+        try:
+            items = self.request("GET", path).get("items") or []
+        except ApiError:
+            return {}
+        out = {}
+        for wl in items:
+            uid = (wl["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid")
+            message = (wl["metadata"].get("annotations") or {}).get(WAITING_ANNOTATION)
+            if uid and message:
+                out[uid] = message
+        return out
 
     def job_pods(self, job: str, namespace: str | None = None, role: str | None = None) -> list[Obj]:
         """The pods of one TrainJob, optionally one role (`launcher`, `node`), in name order."""

@@ -25,8 +25,9 @@ def finished(trainjob: Obj) -> Obj | None:
     return condition(trainjob, "Failed") or condition(trainjob, "Complete")
 
 
-def job_phase(trainjob: Obj, pods: list[Obj] | None = None) -> tuple[str, str]:
-    """(phase, message) for display; `pods` are the job's pods when the caller has them."""
+def job_phase(trainjob: Obj, pods: list[Obj] | None = None, waiting: str = "") -> tuple[str, str]:
+    """(phase, message) for display; `pods` are the job's pods when the caller has them, `waiting`
+    the queue's reason when its Workload is not admitted yet."""
     if c := condition(trainjob, "Failed"):
         return "Failed", str(c.get("message") or c.get("reason") or "")
     if c := condition(trainjob, "Complete"):
@@ -38,7 +39,7 @@ def job_phase(trainjob: Obj, pods: list[Obj] | None = None) -> tuple[str, str]:
     if pods is None:
         return "Created", ""
     if not pods:
-        return "Queued", "waiting for pods to be created"
+        return "Queued", waiting or "waiting for pods to be created"
     launcher = [p for p in pods if (p.get("metadata", {}).get("labels") or {}).get(ROLE_LABEL) == "launcher"]
     nodes = [p for p in pods if p not in launcher]
     if launcher and pod_phase(launcher[0]) == "Running":

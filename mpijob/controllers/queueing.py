@@ -26,7 +26,7 @@ from mpijob.controllers.scheduler import (
     weighted_shares,
 )
 from mpijob.controllers.scheduler.snapshot import Snapshot
-from mpijob.controllers.workloads import build_snapshot, default_objects, live
+from mpijob.controllers.workloads import WAITING_ANNOTATION, build_snapshot, default_objects, live
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
@@ -134,6 +134,7 @@ class Queueing:
                 cond.set_condition(wl, kind, False, "QuotaReserved", "The workload has quota reserved")
         self.store.update(r.WORKLOADS, wl, status=True)
         self._pending_messages.pop(d.workload, None)
+        self._annotate(d.workload, None)
         if (tj := self._owner(wl)) is not None:
             events.record(self.store, tj, "Admitted",
                           f"Admitted by ClusterQueue {d.cluster_queue}: quota reserved, the job starts")
@@ -143,27 +144,47 @@ class Queueing:
         if wl is None:
             return
         wl.setdefault("status", {}).pop("admission", None)
-        cond.set_condition(wl, "Evicted", True, "Preempted", d.message)
-        cond.set_condition(wl, "Preempted", True, d.reason, d.message)
-        cond.set_condition(wl, "QuotaReserved", False, "Preempted", d.message)
-        cond.set_condition(wl, "Admitted", False, "Preempted", d.message)
-        cond.set_condition(wl, "Requeued", True, "Preempted", d.message)
+        stopped = d.reason == "ClusterQueueStopped"  # HoldAndDrain: evicted, not preempted
+        why = d.reason if stopped else "Preempted"
+        cond.set_condition(wl, "Evicted", True, why, d.message)
+        if not stopped:
+            cond.set_condition(wl, "Preempted", True, d.reason, d.message)
+        cond.set_condition(wl, "QuotaReserved", False, why, d.message)
+        cond.set_condition(wl, "Admitted", False, why, d.message)
+        cond.set_condition(wl, "Requeued", True, why, d.message)
         self.store.update(r.WORKLOADS, wl, status=True)
         tj = self._owner(wl)
         if tj is not None:
-            events.record(self.store, tj, "Preempted", f"{d.message}; preempted by workload {d.by}", warning=True)
+            by = f"; preempted by workload {d.by}" if d.by else ""
+            events.record(self.store, tj, why, f"{d.message}{by}", warning=True)
             await self._evict(tj, d.message)
 
     def _pending(self, d: Pending) -> None:
         wl = self._workload(d.workload)
         if wl is None:
             return
-        if cond.set_condition(wl, "QuotaReserved", False, "Pending", d.message):
+        # An empty message: Kueue did not look at it this cycle (behind a StrictFIFO head); keep the last.
+        if d.message and cond.set_condition(wl, "QuotaReserved", False, d.reason, d.message):
             self.store.update(r.WORKLOADS, wl, status=True)
         if self._pending_messages.get(d.workload) != d.human:
             self._pending_messages[d.workload] = d.human
+            self._annotate(d.workload, d.human)
             if (tj := self._owner(wl)) is not None:
                 events.record(self.store, tj, "Pending", d.human)
+
+    def _annotate(self, key: str, waiting: str | None) -> None:
+        """The human 'why waiting' message on the Workload, where every client can read it."""
+        wl = self._workload(key)
+        if wl is None:
+            return
+        annotations = wl["metadata"].setdefault("annotations", {})
+        if annotations.get(WAITING_ANNOTATION) == waiting:
+            return
+        if waiting is None:
+            annotations.pop(WAITING_ANNOTATION, None)
+        else:
+            annotations[WAITING_ANNOTATION] = waiting
+        self.store.update(r.WORKLOADS, wl)
 
     def pending_message(self, workload_key: str) -> str | None:
         """The human 'why waiting' message of the last cycle."""

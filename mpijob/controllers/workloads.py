@@ -31,6 +31,7 @@ KUEUE = "kueue.x-k8s.io"
 QUEUE_LABEL = f"{KUEUE}/queue-name"
 PRIORITY_LABEL = f"{KUEUE}/priority-class"
 JOB_UID_LABEL = f"{KUEUE}/job-uid"
+WAITING_ANNOTATION = "mpijob.io/waiting"  # the human "why waiting" message, for every client to show
 DEFAULT_FLAVOR, DEFAULT_CLUSTER_QUEUE, DEFAULT_LOCAL_QUEUE = "default-flavor", "cluster-queue", "user-queue"
 
 
@@ -151,17 +152,21 @@ def workload(obj: Obj, local_queues: dict[tuple[str, str], str]) -> Workload:
                  .get("resources", {}).get("requests") or {}).items()})
         for ps in spec.get("podSets") or []
     )
+    admission = _admission(obj)
+    admitted_in = (obj.get("status", {}).get("admission") or {}).get("clusterQueue", "") if admission else ""
     return Workload(
         key=f"{meta['namespace']}/{meta['name']}",
         namespace=meta["namespace"],
-        cluster_queue=local_queues.get((meta["namespace"], spec.get("queueName", "")), ""),
+        # an admitted workload holds quota where it was admitted, even if its LocalQueue went away
+        cluster_queue=admitted_in or local_queues.get((meta["namespace"], spec.get("queueName", "")), ""),
         local_queue=spec.get("queueName", ""),
         priority=int(spec.get("priority") or 0),
         created=meta.get("creationTimestamp", ""),
         pod_sets=pod_sets,
-        admission=_admission(obj),
+        admission=admission,
         admitted_at=(reserved or {}).get("lastTransitionTime", "") if reserved and reserved.get("status") == "True" else "",
         uid=meta.get("uid", ""),
+        job_uid=(meta.get("labels") or {}).get(JOB_UID_LABEL, ""),
     )
 
 

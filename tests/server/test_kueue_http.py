@@ -84,7 +84,8 @@ def test_v1beta1_watch_sees_converted_objects(http: httpx.Client) -> None:
     start = http.get(f"{V1}/clusterqueues").json()["metadata"]["resourceVersion"]
     name = uid("cq")
     assert http.post(f"{V2}/clusterqueues", json=cq_body(name, cohort="research")).status_code == 201
-    params = {"watch": "true", "timeoutSeconds": "10", "resourceVersion": start, "fieldSelector": f"metadata.name={name}"}
+    params = {"watch": "true", "timeoutSeconds": "10", "resourceVersion": start,
+              "fieldSelector": f"metadata.name={name}"}
     with http.stream("GET", f"{V1}/clusterqueues", params=params) as resp:
         line = next(x for x in resp.iter_lines() if x.strip())
     event = json.loads(line)
@@ -156,3 +157,24 @@ def test_kubectl_apply_v1beta1_then_get_by_short_names(kubectl) -> None:  # type
     assert lq in kubectl("get", "lq", "-n", "default", "-o", "name").stdout
     kubectl("delete", "lq", lq, "-n", "default")
     kubectl("delete", "cq", name)
+
+
+def test_kubectl_other_kinds_and_invalid_apply(kubectl) -> None:  # type: ignore[no-untyped-def]
+    wpc, rf = uid("prio"), uid("flavor")
+    docs = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": wpc},
+             "value": 1000},
+            {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": rf},
+             "spec": {"nodeLabels": {"gpu": "a100"}}}]
+    kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+    rows = kubectl("get", "wpc", wpc).stdout.splitlines()
+    assert rows[0].split() == ["NAME", "VALUE"] and rows[1].split() == [wpc, "1000"]
+    assert f"resourceflavor.kueue.x-k8s.io/{rf}" in kubectl("get", "rf", "-o", "name").stdout
+    kubectl("get", "workloads", "-A")
+    kubectl("get", "cohorts")
+    bad = cq_body(uid("cq"), "v1beta1")
+    bad["spec"]["queueingStrategy"] = "FIFO"
+    proc = kubectl("apply", "-f", "-", input=yaml.safe_dump(bad), check=False)
+    assert proc.returncode != 0
+    assert 'spec.queueingStrategy: Unsupported value: "FIFO": supported values: "StrictFIFO"' in proc.stderr
+    kubectl("delete", "wpc", wpc)
+    kubectl("delete", "rf", rf)

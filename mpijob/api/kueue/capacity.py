@@ -61,4 +61,4 @@ def to_base_units(resource: str, quantity: object) -> int:
     value = parse_quantity(quantity)
     if resource == "cpu":
         value *= 1000
-    return int(math.ceil(value))
+    return math.ceil(value)

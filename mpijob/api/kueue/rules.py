@@ -112,12 +112,13 @@ def _flavor_quotas(flavor: Obj, covered: list[str], has_parent: bool, parent_wor
                 out.append(Cause(f"{qwhere}.{key}", f"Invalid value: {show(value)}: must be greater than or equal "
                                                     "to 0"))
             if key != "nominalQuota" and not has_parent:
+                parent_field = "cohortName" if parent_word == "cohort" else "parentName"
                 out.append(Cause(f"{qwhere}.{key}", f"Invalid value: {show(value)}: must be nil when {parent_word} "
-                                                    f"is empty; set spec.{'cohortName' if parent_word == 'cohort' else 'parentName'} "
-                                                    f"or remove {key}"))
+                                                    f"is empty; set spec.{parent_field} or remove {key}"))
             if key == "lendingLimit" and parse_quantity(value) > nominal:
+                given = show(quota["nominalQuota"])
                 out.append(Cause(f"{qwhere}.lendingLimit", f"Invalid value: {show(value)}: must be less than or "
-                                                           f"equal to the nominalQuota ({show(quota['nominalQuota'])})"))
+                                                           f"equal to the nominalQuota ({given})"))
     return out
 
 

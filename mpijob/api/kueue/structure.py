@@ -84,9 +84,8 @@ def _cause(model: type[BaseModel], err: Any) -> list[Cause]:
         return [Cause(where, f"Invalid value: {show(given)}: must be a lower-case RFC 1123 name: letters, digits, "
                              f"'-'{dots}, starting and ending with a letter or digit (e.g. 'team-a')")]
     if kind in ("too_long", "string_too_long"):
-        limit = ctx.get("max_length")
-        return [Cause(where, f"Too long: must have at most {limit} {'characters' if kind.startswith('string') else 'items'}"
-                             f"; remove some", "FieldValueTooLong")]
+        limit, unit = ctx.get("max_length"), "characters" if kind.startswith("string") else "items"
+        return [Cause(where, f"Too long: must have at most {limit} {unit}; remove some", "FieldValueTooLong")]
     if kind in ("too_short", "string_too_short"):
         limit = ctx.get("min_length")
         unit = "character" if kind.startswith("string") else "item"

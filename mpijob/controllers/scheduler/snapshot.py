@@ -76,6 +76,7 @@ class Workload:
     admission: Assignment | None = None  # set when admitted (holds quota)
     admitted_at: str = ""  # QuotaReserved transition time (preemption: newest first)
     uid: str = ""
+    job_uid: str = ""  # the owning TrainJob's uid (label kueue.x-k8s.io/job-uid), for messages
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import jsonschema
@@ -21,7 +21,7 @@ PLURALS = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues",
            "WorkloadPriorityClass": "workloadpriorityclasses", "Workload": "workloads", "Cohort": "cohorts"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def crd_schema(kind: str, version: str) -> dict:
     crd = yaml.safe_load((UPSTREAM / "kueue" / f"kueue.x-k8s.io_{PLURALS[kind]}.yaml").read_text())
     (found,) = [v for v in crd["spec"]["versions"] if v["name"] == version]
@@ -83,7 +83,8 @@ FULL_CLUSTER_QUEUE_SPEC: dict = {
              {"name": "cpu", "nominalQuota": "16", "borrowingLimit": "8", "lendingLimit": 4},
              {"name": "memory", "nominalQuota": "64Gi", "lendingLimit": "32Gi"}]}]},
         {"coveredResources": ["nvidia.com/gpu"],
-         "flavors": [{"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 0}]},
+         "flavors": [{"name": "a100",
+                      "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 0}]},
                      {"name": "t4", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 2}]}]},
     ],
     "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
@@ -108,7 +109,8 @@ def workload(name: str = "trainjob-pi-1a2b3", namespace: str = "default", nodes:
     """A Workload shaped as the queueing controller writes it for a TrainJob (k-common.md)."""
     def pod_set(ps: str, count: int) -> dict:
         return {"name": ps, "count": count, "template": {"spec": {"containers": [{
-            "name": "node", "image": "mpioperator/base", "resources": {"requests": {"cpu": "2", "nvidia.com/gpu": 1}}}]}}}
+            "name": "node", "image": "mpioperator/base",
+            "resources": {"requests": {"cpu": "2", "nvidia.com/gpu": 1}}}]}}}
 
     return {
         "apiVersion": V2, "kind": "Workload",

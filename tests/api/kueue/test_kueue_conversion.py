@@ -5,7 +5,15 @@ from __future__ import annotations
 import copy
 
 import pytest
-from kueue_samples import FULL_CLUSTER_QUEUE_SPEC, V1, V2, cluster_queue, crd_errors, valid_samples, workload
+from kueue_samples import (
+    FULL_CLUSTER_QUEUE_SPEC,
+    V1,
+    V2,
+    cluster_queue,
+    crd_errors,
+    valid_samples,
+    workload,
+)
 
 from mpijob.api import resources as r
 from mpijob.api.errors import ApiError
@@ -128,6 +136,7 @@ def test_registry_serves_both_versions_with_one_storage() -> None:
     assert r.lookup("kueue.x-k8s.io", "v1beta2", "localqueues").namespaced
     assert not r.lookup("kueue.x-k8s.io", "v1beta2", "clusterqueues").namespaced
     assert r.CLUSTER_QUEUES.short_names == ("cq",) and "lq" in r.LOCAL_QUEUES.short_names
-    assert r.RESOURCE_FLAVORS.short_names == ("flavor", "flavors", "rf") and r.WORKLOAD_PRIORITY_CLASSES.short_names == ("wpc",)
+    assert r.RESOURCE_FLAVORS.short_names == ("flavor", "flavors", "rf")
+    assert r.WORKLOAD_PRIORITY_CLASSES.short_names == ("wpc",)
     assert "status" in r.WORKLOADS.subresources and "status" not in r.RESOURCE_FLAVORS.subresources
     assert len(r.served_versions()) == len({x.key for x in r.ALL})

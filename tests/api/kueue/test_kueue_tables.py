@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from kueue_samples import cluster_queue, local_queue, priority_class, workload
 
@@ -10,7 +10,7 @@ from mpijob.api import resources as r
 from mpijob.api import tables
 from mpijob.api.kueue.conversion import down
 
-NOW = datetime(2026, 1, 1, 0, 5, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
 
 
 def _row(res: r.Resource, obj: dict) -> dict[str, object]:

@@ -196,7 +196,8 @@ BAD: list[tuple[str, dict, str, str]] = [
     ("wl-priority-missing", _with(workload(), "spec.priority", None), "spec.priority", "should not be nil"),
     ("wl-active-type", _with(workload(), "spec.active", "yes"), "spec.active", "boolean"),
     ("wl-too-many-podsets", _with(workload(), "spec.podSets",
-                                  [{"name": f"p{i}", "template": {}} for i in range(19)]), "spec.podSets", "at most 18"),
+                                  [{"name": f"p{i}", "template": {}} for i in range(19)]),
+     "spec.podSets", "at most 18"),
     ("cohort-own-parent", cohort("a", parentName="a"), "spec.parentName", "own parent"),
     ("cohort-borrowing-without-parent", cohort("a", resourceGroups=[{"coveredResources": ["cpu"], "flavors": [
         {"name": "f", "resources": [{"name": "cpu", "nominalQuota": 1, "borrowingLimit": 1}]}]}]),
