@@ -101,7 +101,7 @@ async def run(command_script: str, marker: str, nodes: int) -> Sample:
         if code != 0 or ranks_at is None:
             raise BaselineError(f"hand-run mpirun exited with {code}, ranks seen: {ranks_at is not None}:\n{out[-2000:]}")
         return Sample(ranks_running_s=ranks_at, complete_s=complete)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise BaselineError(f"hand-run mpirun did not finish within {TIMEOUT_S:.0f}s") from None
     finally:
         for proc in ([mpirun] if mpirun else []) + sshds:

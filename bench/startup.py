@@ -101,7 +101,7 @@ async def run_ours(client: httpx.AsyncClient, index: int) -> handrun.Sample:
              asyncio.create_task(_poll_complete(client, name, t0))]
     try:
         ranks_at, complete_at = await asyncio.wait_for(asyncio.gather(*tasks), JOB_TIMEOUT_S)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         job = (await client.get(f"{TRAINJOBS}/{name}")).text[-2000:]
         raise BenchError(f"TrainJob {name} did not complete within {JOB_TIMEOUT_S:.0f}s:\n{job}") from None
     finally:

@@ -179,3 +179,30 @@ def test_pods_asking_for_whole_cpus_get_disjoint_cores(gpu_api: httpx.Client) ->
     cores = [line.split()[0].removeprefix("cores=") for line in log.splitlines() if line.startswith("cores=")]
     assert len(cores) == 2 and len(set(cores)) == 2, log  # one core each, not the same one
     assert all("," not in c and "-" not in c for c in cores), log
+
+
+def test_borrowing_then_reclamation_in_a_cohort(gpu_api: httpx.Client) -> None:
+    """team-a borrows team-b's idle GPUs; when team-b needs them it reclaims them by preemption."""
+    c = gpu_api
+    for team in ("team-a", "team-b"):
+        cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": team},
+              "spec": {"cohortName": "research", "namespaceSelector": {},
+                       "preemption": {"reclaimWithinCohort": "Any"},
+                       "resourceGroups": [{"coveredResources": [GPU], "flavors": [
+                           {"name": "default-flavor", "resources": [{"name": GPU, "nominalQuota": 2}]}]}]}}
+        assert c.post(f"{KUEUE}/clusterqueues", json=cq).status_code == 201
+        lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+              "metadata": {"name": team, "namespace": "default"}, "spec": {"clusterQueue": team}}
+        assert c.post(f"{KUEUE}/namespaces/default/localqueues", json=lq).status_code == 201
+    # 4 GPUs for team-a: 2 of its own and 2 borrowed from team-b. (cluster-queue is not in the cohort,
+    # and its 4 GPUs of quota are not the same devices: only the queues' quota is modelled.)
+    create(c, gpu_job("q-borrower", 2, "sleep 30", labels={"kueue.x-k8s.io/queue-name": "team-a"}))
+    wait_for(lambda: len(job_pods(c, "q-borrower")) == 2 or None, "borrower running")
+    usage = c.get(f"{KUEUE}/clusterqueues/team-a").json()["status"]["flavorsUsage"][0]["resources"]
+    assert {u["name"]: u["borrowed"] for u in usage}[GPU] == "2"
+    create(c, gpu_job("q-owner", 1, "echo owner-done", labels={"kueue.x-k8s.io/queue-name": "team-b"}))
+    wl = wait_for(lambda: (w := workload(c, "q-borrower")) and condition(w, "Preempted") and w, "reclaimed")
+    assert condition(wl, "Preempted")["reason"] == "InCohortReclamation"
+    assert condition(wait_finished(c, "q-owner"), "Complete") is not None
+    r = c.delete(f"{TRAINER}/namespaces/default/trainjobs/q-borrower")
+    assert r.status_code == 200, r.text
