@@ -66,12 +66,12 @@ def _validator(kind: str) -> jsonschema.protocols.Validator:
     return cls(schema)
 
 
-def _strip_nulls(obj: Any) -> Any:
+def strip_nulls(obj: Any) -> Any:
     """`null` means "unset" in Kubernetes JSON; drop it so it never trips a type check."""
     if isinstance(obj, dict):
-        return {k: _strip_nulls(v) for k, v in obj.items() if v is not None}
+        return {k: strip_nulls(v) for k, v in obj.items() if v is not None}
     if isinstance(obj, list):
-        return [_strip_nulls(v) for v in obj]
+        return [strip_nulls(v) for v in obj]
     return obj
 
 
@@ -134,7 +134,7 @@ def structural_causes(kind: str, obj: dict) -> list[Cause]:
     """Every structural problem of `obj` as a kind of `kind`, sorted by field; [] when it conforms."""
     validator = _validator(kind)
     causes: list[Cause] = []
-    for err in validator.iter_errors(_strip_nulls(obj)):
+    for err in validator.iter_errors(strip_nulls(obj)):
         if err.validator == "anyOf" and err.context:
             # report the branch that got furthest rather than "not valid under any of the given schemas"
             best = max(err.context, key=lambda e: len(e.absolute_path))

@@ -26,7 +26,12 @@ from mpijob.controllers.scheduler import (
     weighted_shares,
 )
 from mpijob.controllers.scheduler.snapshot import Snapshot
-from mpijob.controllers.workloads import WAITING_ANNOTATION, build_snapshot, default_objects, live
+from mpijob.controllers.workloads import (
+    WAITING_ANNOTATION,
+    build_snapshot,
+    default_objects,
+    live,
+)
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from mpijob.api.plan import (
     resolve,
 )
 from mpijob.api.runtimes import bundled
-from mpijob.api.schema import _simplify, _strip_nulls
+from mpijob.api.schema import _simplify, strip_nulls
 
 
 class _Response:
@@ -40,7 +40,7 @@ def assert_strict(obj: dict, model_name: str) -> None:
 
     schema = _simplify(getattr(models, model_name).model_json_schema(by_alias=True))
     errors = [f"{list(e.absolute_path)}: {e.message}"
-              for e in jsonschema.Draft202012Validator(schema).iter_errors(_strip_nulls(obj))]
+              for e in jsonschema.Draft202012Validator(schema).iter_errors(strip_nulls(obj))]
     assert errors == []
 
 

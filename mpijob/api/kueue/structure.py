@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from mpijob.api.errors import Cause
 from mpijob.api.kueue.models import MODELS
+from mpijob.api.schema import strip_nulls
 
 
 def show(value: Any, limit: int = 80) -> str:
@@ -35,20 +36,11 @@ def structural_causes(kind: str, obj: dict) -> list[Cause]:
     """Every schema problem of `obj` as a `kind`, sorted by field; [] when it conforms."""
     model = MODELS[kind]
     try:
-        model.model_validate(_strip_nulls(obj))
+        model.model_validate(strip_nulls(obj))
     except ValidationError as exc:
         causes = [c for err in exc.errors(include_url=False) for c in _cause(model, err)]
         return sorted(causes, key=lambda c: c.field)
     return []
-
-
-def _strip_nulls(obj: Any) -> Any:
-    """`null` means "unset" in Kubernetes JSON: drop it so it never trips a type check."""
-    if isinstance(obj, dict):
-        return {k: _strip_nulls(v) for k, v in obj.items() if v is not None}
-    if isinstance(obj, list):
-        return [_strip_nulls(v) for v in obj]
-    return obj
 
 
 _TYPES = {
