@@ -129,7 +129,7 @@ class JobRunner:
         kubelet.set_running(self.store, self.plan.namespace, pod.name, self.ips[pod.hostname])
 
     async def _ready(self, pod: PodPlan, user: User, key: str) -> None:
-        """Wait until the pod's sshd accepts the job key (a real `ssh … true`)."""
+        """Wait until the pod's sshd accepts the job key (a real ssh authentication)."""
         ip = self.ips[pod.hostname]
         proc = self.procs[key]
         loop = asyncio.get_running_loop()
@@ -140,15 +140,15 @@ class JobRunner:
             if loop.time() > deadline:
                 raise NodeFailed(pod, None, f"did not accept the job key within {READY_TIMEOUT:.0f}s")
             if await _sshd_answers(ip, SSH_PORT):
-                if await self._key_accepted(pod, ip, user):
+                if await self._key_accepted(ip, user):
                     if key == pod.name:
                         kubelet.set_running(self.store, self.plan.namespace, pod.name, ip, ready=True)
                     return
             await asyncio.sleep(PROBE_INTERVAL)
 
-    async def _key_accepted(self, pod: PodPlan, ip: str, user: User) -> bool:
+    async def _key_accepted(self, ip: str, user: User) -> bool:
         probe = await asyncio.create_subprocess_exec(
-            *self.files.ssh_probe(self.plan, pod, ip, user),
+            *self.files.ssh_probe(ip, user),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,

@@ -259,7 +259,7 @@ class JobFiles:
     def sshd_argv(self, pod: PodPlan) -> list[str]:
         return [SSHD, "-D", "-e", "-f", str(self.pod_dir(pod) / "sshd_config")]
 
-    def ssh_probe(self, plan: RunPlan, pod: PodPlan, ip: str, user: User) -> list[str]:
+    def ssh_probe(self, ip: str, user: User) -> list[str]:
         """An ssh login with the job key that prints ACCEPTED once authenticated and opens no session
         (a session costs the node a fork and a shell): proof that this node accepts the job's key."""
         return [
