@@ -21,7 +21,7 @@ def _memory() -> str:
     with open("/proc/meminfo") as f:
         for line in f:
             if line.startswith("MemTotal:"):
-                return f"{int(line.split()[1])}Ki"
+                return f"{int(line.split()[1]) // 1024}Mi"  # whole MiB read better than KiB
     return "0"
 
 
