@@ -1,13 +1,15 @@
-"""`mpijob create -f FILE` and `mpijob delete trainjob NAME`."""
+"""`mpijob create -f FILE`, `mpijob create trainjob NAME … -- COMMAND`, `mpijob delete trainjob NAME`."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 
 from mpijob.api import errors
 from mpijob.api.resources import TRAINJOBS
+from mpijob.cli import output
+from mpijob.cli.exitcodes import UsageError
 from mpijob.cli.session import (
     ContextOpt,
     KubeconfigOpt,
@@ -16,13 +18,44 @@ from mpijob.cli.session import (
     globals_of,
     handles_errors,
 )
-from mpijob.client import manifests
+from mpijob.client import builder, manifests
 from mpijob.client.api import Cluster, display_name, resource_for
+from mpijob.client.phase import job_phase
 from mpijob.client.wait import wait_until_gone
 
 Obj = dict[str, Any]
+TRAINJOB_NAMES = ("trainjob", "trainjobs", "tj")
+CREATE_FORMATS = ("json", "yaml", "name")
+FLAGS = {"num_nodes": "--nodes", "num_proc_per_node": "--procs-per-node"}  # builder keyword → CLI flag
 
 FileOpt = Annotated[list[str], typer.Option("--filename", "-f", help="YAML/JSON manifest (`-` for stdin); repeatable.")]
+OptFileOpt = Annotated[Optional[list[str]], typer.Option(
+    "--filename", "-f", help="YAML/JSON manifest (`-` for stdin); repeatable.", show_default=False)]
+CreateOutputOpt = Annotated[Optional[str], typer.Option(
+    "--output", "-o", help="json | yaml: {name, namespace, status} (with --dry-run: the whole object) | name",
+    show_default=False)]
+
+
+def _opt(flag: str, help_text: str, kind: Any = str) -> Any:
+    return Annotated[Optional[kind], typer.Option(flag, help=help_text, show_default=False)]
+
+
+WordsArg = Annotated[Optional[list[str]], typer.Argument(
+    help="`trainjob NAME -- COMMAND ARGS…` to build the TrainJob from the flags below instead of -f.",
+    metavar="trainjob NAME -- COMMAND ARGS…", show_default=False)]
+NodesOpt = _opt("--nodes", "trainer.numNodes (default: the runtime's).", int)
+ProcsOpt = _opt("--procs-per-node", "trainer.numProcPerNode: MPI slots per node (default: the runtime's).", int)
+GpusOpt = _opt("--gpus", "nvidia.com/gpu per node (resourcesPerNode.limits).", int)
+CpuOpt = _opt("--cpu", "CPU per node, a quantity: 4, 500m (resourcesPerNode.limits.cpu).")
+MemoryOpt = _opt("--memory", "Memory per node, a quantity: 8Gi (resourcesPerNode.limits.memory).")
+EnvOpt = Annotated[Optional[list[str]], typer.Option("--env", "-e", help="K=V into trainer.env; repeatable.",
+                                                     show_default=False)]
+QueueOpt = _opt("--queue", "LocalQueue (label kueue.x-k8s.io/queue-name).")
+PriorityOpt = _opt("--priority", "WorkloadPriorityClass (label kueue.x-k8s.io/priority-class).")
+RuntimeOpt = Annotated[str, typer.Option("--runtime", help="ClusterTrainingRuntime to run on.")]
+ImageOpt = _opt("--image", "trainer.image (recorded on the local cluster, pulled on Kubernetes).")
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Have the server validate and default the objects "
+                                         "(dryRun=All) without creating them.")]
 
 
 def load_all(files: list[str]) -> list[Obj]:
@@ -30,6 +63,32 @@ def load_all(files: list[str]) -> list[Obj]:
     for f in files:
         objects += manifests.load(f)
     return objects
+
+
+def imperative_trainjob(words: list[str], **fields: Any) -> Obj:
+    """`trainjob NAME COMMAND ARGS…` plus the flags' values as the TrainJob `builder` makes."""
+    if words[0].lower() not in TRAINJOB_NAMES:
+        raise UsageError(f"cannot create {words[0]!r} from flags; use: mpijob create trainjob NAME [flags] -- "
+                         "COMMAND ARGS… (or -f FILE for any kind)")
+    if len(words) < 2:
+        raise UsageError("missing the TrainJob's name; use: mpijob create trainjob NAME [flags] -- COMMAND ARGS…")
+    return builder.build_trainjob(words[1], command=words[2:] or None, **fields)
+
+
+def objects_to_create(filename: list[str] | None, words: list[str] | None, **fields: Any) -> list[Obj]:
+    """The objects of `-f FILE…`, or the one TrainJob of the imperative form; never both."""
+    flags = [FLAGS.get(k, f"--{k.replace('_', '-')}") for k, v in fields.items()
+             if v not in (None, [], builder.DEFAULT_RUNTIME)]
+    if filename and words:
+        raise UsageError("give either -f FILE or `trainjob NAME … -- COMMAND`, not both")
+    if filename:
+        if flags:
+            raise UsageError(f"{', '.join(flags)} cannot be combined with -f (they build a TrainJob from flags); "
+                             "edit the file instead")
+        return load_all(filename)
+    if not words:
+        raise UsageError("nothing to create; use -f FILE, or: mpijob create trainjob NAME [flags] -- COMMAND ARGS…")
+    return [imperative_trainjob(words, **fields)]
 
 
 def _defined_earlier(obj: Obj, earlier: list[Obj]) -> bool:
@@ -41,8 +100,10 @@ def _defined_earlier(obj: Obj, earlier: list[Obj]) -> bool:
     return any(o.get("kind") == kind and (o.get("metadata") or {}).get("name") == ref.get("name") for o in earlier)
 
 
-def create_all(cluster: Cluster, objects: list[Obj], explicit_namespace: str | None) -> list[Obj]:
-    """Create every object, or none: all are first checked by the server with `dryRun=All`."""
+def create_all(cluster: Cluster, objects: list[Obj], explicit_namespace: str | None,
+               dry_run: bool = False) -> list[Obj]:
+    """Create every object, or none: all are first checked by the server with `dryRun=All`; with
+    `dry_run` that check is all that happens, and its answers (defaulted objects) are returned."""
     for obj in objects:
         res = resource_for(obj)
         meta = obj.setdefault("metadata", {})
@@ -56,26 +117,71 @@ def create_all(cluster: Cluster, objects: list[Obj], explicit_namespace: str | N
             meta["namespace"] = cluster.namespace
         if not res.namespaced:
             meta.pop("namespace", None)
-    for i, obj in enumerate(objects):
-        if not _defined_earlier(obj, objects[:i]):
-            cluster.create(obj, dry_run=True)
+    checked = [obj if _defined_earlier(obj, objects[:i]) else cluster.create(obj, dry_run=True)
+               for i, obj in enumerate(objects)]
+    if dry_run:
+        return checked
     return [cluster.create(obj) for obj in objects]
+
+
+def summary(obj: Obj) -> Obj:
+    """What `-o json|yaml` prints for a created object: a TrainJob's name, namespace and phase."""
+    meta = obj.get("metadata") or {}
+    if obj.get("kind") == "TrainJob":
+        return {"name": meta.get("name"), "namespace": meta.get("namespace", ""), "status": job_phase(obj, [])[0]}
+    return {"kind": obj.get("kind"), "name": meta.get("name"), "namespace": meta.get("namespace", ""),
+            "status": "Created"}
+
+
+def print_created(objects: list[Obj], fmt: str | None, dry_run: bool) -> None:
+    """One object: a JSON/YAML object; several: a list (a `List` of whole objects for --dry-run)."""
+    if fmt in ("json", "yaml"):
+        if dry_run:
+            output.dump(objects[0] if len(objects) == 1 else output.as_list(objects), fmt)
+        else:
+            docs = [summary(o) for o in objects]
+            output.dump(docs[0] if len(docs) == 1 else docs, fmt)
+        return
+    for obj in objects:
+        name = display_name(resource_for(obj), obj["metadata"]["name"])
+        print(name if fmt == "name" else f"{name} created" + (" (server dry run)" if dry_run else ""))
+
+
+def check_create_format(fmt: str | None) -> None:
+    if fmt is not None and fmt not in CREATE_FORMATS:
+        raise UsageError(f"--output {fmt!r} is not supported here; use one of: {', '.join(CREATE_FORMATS)}")
 
 
 @handles_errors
 def create(
     ctx: typer.Context,
-    filename: FileOpt,
+    words: WordsArg = None,
+    filename: OptFileOpt = None,
+    nodes: NodesOpt = None,
+    procs_per_node: ProcsOpt = None,
+    gpus: GpusOpt = None,
+    cpu: CpuOpt = None,
+    memory: MemoryOpt = None,
+    env: EnvOpt = None,
+    queue: QueueOpt = None,
+    priority: PriorityOpt = None,
+    runtime: RuntimeOpt = builder.DEFAULT_RUNTIME,
+    image: ImageOpt = None,
+    dry_run: DryRunOpt = False,
+    output_format: CreateOutputOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
 ) -> None:
-    """Create the objects in FILE (TrainJobs, runtimes, ConfigMaps, …); nothing is created if any is invalid."""
-    objects = load_all(filename)
+    """Create the objects in FILE (nothing is created if any is invalid), or one TrainJob from flags:
+    `mpijob create trainjob NAME --nodes 4 --gpus 1 -- mpirun python train.py`."""
+    check_create_format(output_format)
+    objects = objects_to_create(filename, words, num_nodes=nodes, num_proc_per_node=procs_per_node, gpus=gpus,
+                                cpu=cpu, memory=memory, env=env, queue=queue, priority=priority,
+                                runtime=runtime, image=image)
     with connect(ctx, kubeconfig, context, namespace) as cluster:
-        created = create_all(cluster, objects, namespace or globals_of(ctx).namespace)
-    for obj in created:
-        print(f"{display_name(resource_for(obj), obj['metadata']['name'])} created")
+        created = create_all(cluster, objects, namespace or globals_of(ctx).namespace, dry_run=dry_run)
+    print_created(created, output_format, dry_run)
 
 
 @handles_errors
@@ -90,8 +196,8 @@ def delete(
     namespace: NamespaceOpt = None,
 ) -> None:
     """Delete a TrainJob; its pods, Secret, ConfigMap and keys go with it."""
-    if resource.lower() not in ("trainjob", "trainjobs", "tj"):
-        raise errors.ApiError(400, "BadRequest", f"cannot delete {resource!r}; use: mpijob delete trainjob NAME")
+    if resource.lower() not in TRAINJOB_NAMES:
+        raise UsageError(f"cannot delete {resource!r}; use: mpijob delete trainjob NAME")
     with connect(ctx, kubeconfig, context, namespace) as cluster:
         try:
             cluster.delete_trainjob(name)

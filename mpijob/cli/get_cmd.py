@@ -15,6 +15,7 @@ from mpijob.api.resources import (
     Resource,
 )
 from mpijob.cli import output, views
+from mpijob.cli.exitcodes import UsageError
 from mpijob.cli.session import (
     ContextOpt,
     KubeconfigOpt,
@@ -42,17 +43,13 @@ OutputOpt = Annotated[
 
 def check_format(fmt: str | None) -> None:
     if fmt is not None and fmt not in output.FORMATS:
-        raise errors.ApiError(
-            400, "BadRequest", f"--output {fmt!r} is not supported; use one of: {', '.join(output.FORMATS)}"
-        )
+        raise UsageError(f"--output {fmt!r} is not supported; use one of: {', '.join(output.FORMATS)}")
 
 
 def kind_of(resource: str) -> str:
     kind = ALIASES.get(resource.lower())
     if kind is None:
-        raise errors.ApiError(
-            400, "BadRequest", f"unknown resource type {resource!r}; use trainjobs, pods or runtimes"
-        )
+        raise UsageError(f"unknown resource type {resource!r}; use trainjobs, pods, runtimes or queues")
     return kind
 
 

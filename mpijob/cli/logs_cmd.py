@@ -1,13 +1,20 @@
-"""`mpijob logs NAME [--follow] [--pod POD]`: a TrainJob's logs, the launcher's by default."""
+"""`mpijob logs NAME`: the launcher's and every node's log as one timeline, each line tagged with its pod.
+
+`--pod` keeps one pod, `--grep` filters, `--since` and `--tail` bound it, `--follow` merges the live
+streams and ends when the job ends. The merging itself is `mpijob.client.logs` (shared with the SDK).
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterable
 from typing import Annotated, Optional
 
 import typer
 
 from mpijob.api import errors
+from mpijob.cli import output
 from mpijob.cli.session import (
     ContextOpt,
     KubeconfigOpt,
@@ -16,56 +23,107 @@ from mpijob.cli.session import (
     handles_errors,
 )
 from mpijob.client.api import JOB_LABEL, Cluster
-from mpijob.client.phase import job_phase
-from mpijob.client.wait import wait_for_launcher
+from mpijob.client.logs import Filter, LogLine, follow_merged, read_merged
+from mpijob.client.phase import finished, job_phase
+from mpijob.client.wait import parse_duration
+
+COLOURS = (36, 33, 35, 32, 34, 31, 96, 93, 95, 92, 94, 91)  # ANSI foreground colours, one per pod
 
 
 def copy_stream(cluster: Cluster, pod: str, tail: int | None = None, timestamps: bool = False) -> None:
-    """Follow one pod's `node` container log onto stdout until the container ends."""
+    """Follow one pod's `node` container log onto stdout, verbatim, until the container ends."""
     out = sys.stdout.buffer
     for chunk in cluster.stream_log(pod, tail_lines=tail, timestamps=timestamps):
         out.write(chunk)
         out.flush()
 
 
+class Printer:
+    """`[pod] text` lines (optionally with the timestamp); a colour per pod on a terminal."""
+
+    def __init__(self, prefix: bool, timestamps: bool, colour: bool) -> None:
+        self.prefix, self.timestamps, self.colour = prefix, timestamps, colour
+        self._colours: dict[str, int] = {}
+
+    def format(self, line: LogLine) -> str:
+        head = ""
+        if self.prefix:
+            tag = f"[{line.pod}]"
+            if self.colour:
+                code = self._colours.setdefault(line.pod, COLOURS[len(self._colours) % len(COLOURS)])
+                tag = f"\x1b[{code}m{tag}\x1b[0m"
+            head = tag + " "
+        if self.timestamps and line.stamp:
+            head += line.stamp + " "
+        return head + line.text
+
+    def write(self, lines: Iterable[LogLine], keep: Filter) -> None:
+        for line in lines:
+            if keep(line):
+                sys.stdout.write(self.format(line) + "\n")
+                sys.stdout.flush()
+
+
+def _pods(cluster: Cluster, name: str, pod: str | None) -> list[str]:
+    """The job's pods by name, or just `pod` after checking it belongs to the job."""
+    if pod is None:
+        return [p["metadata"]["name"] for p in cluster.job_pods(name)]
+    target = cluster.get_pod(pod)
+    owner = (target["metadata"].get("labels") or {}).get(JOB_LABEL)
+    if owner != name:
+        raise errors.ApiError(
+            400, "BadRequest", f"pod {pod!r} does not belong to trainjob {name!r} (it belongs to "
+            f"{owner or 'no TrainJob'}); list the job's pods with `mpijob get pods --job {name}`"
+        )
+    return [pod]
+
+
 @handles_errors
 def logs(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The TrainJob's name.")],
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="Stream until the container ends.")] = False,
-    pod: Annotated[Optional[str], typer.Option("--pod", help="A pod of the job (default: the launcher).",
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Stream until the job ends.")] = False,
+    pod: Annotated[Optional[str], typer.Option("--pod", help="Only this pod of the job (default: every pod).",
                                                show_default=False)] = None,
-    tail: Annotated[Optional[int], typer.Option("--tail", help="Only the last N lines.", show_default=False)] = None,
-    timestamps: Annotated[bool, typer.Option("--timestamps", help="Prefix each line with its time.")] = False,
+    grep: Annotated[Optional[str], typer.Option("--grep", help="Only lines matching this regular expression.",
+                                                show_default=False)] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Only lines newer than this (30s, 5m, 1h).",
+                                                 show_default=False)] = None,
+    tail: Annotated[Optional[int], typer.Option("--tail", help="Only the last N lines (of each pod with --follow).", show_default=False)] = None,
+    timestamps: Annotated[bool, typer.Option("--timestamps", help="Show each line's time.")] = False,
+    prefix: Annotated[bool, typer.Option("--prefix/--no-prefix", help="Tag each line with its pod.")] = True,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
 ) -> None:
-    """Print (or follow) the launcher's log, or one pod's with --pod."""
+    """Print (or follow) the logs of every pod of a TrainJob, merged by time, each line tagged `[pod]`."""
+    keep = Filter(grep)
+    since_seconds = max(1, round(parse_duration(since, "--since"))) if since is not None else None
+    if tail is not None and tail < 0:
+        raise errors.ApiError(400, "BadRequest", f"--tail {tail} is negative; use 0 or more lines")
+    colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    printer = Printer(prefix, timestamps, colour)
     with connect(ctx, kubeconfig, context, namespace) as cluster:
         job = cluster.get_trainjob(name)
-        if pod is not None:
-            target = cluster.get_pod(pod)
-            owner = (target["metadata"].get("labels") or {}).get(JOB_LABEL)
-            if owner != name:
+        pods = _pods(cluster, name, pod)
+        if not follow:
+            if not pods:
+                phase, message = job_phase(job, [])
                 raise errors.ApiError(
-                    400, "BadRequest", f"pod {pod!r} does not belong to trainjob {name!r} (it belongs to "
-                    f"{owner or 'no TrainJob'}); list the job's pods with `mpijob get pods --job {name}`"
+                    404, "NotFound", f"trainjob {name!r} has no pods yet, so no launcher pod (state: {phase}"
+                    f"{': ' + message if message else ''}); use --follow to wait for its logs"
                 )
-            pod_name = pod
-        else:
-            launcher = cluster.launcher_pod(name)
-            if launcher is None and follow:
-                launcher = wait_for_launcher(cluster, name)
-            if launcher is None:
-                phase, message = job_phase(job, cluster.job_pods(name))
-                raise errors.ApiError(
-                    404, "NotFound", f"trainjob {name!r} has no launcher pod (state: {phase}"
-                    f"{': ' + message if message else ''}); use --follow to wait for it, or --pod for a node's log"
-                )
-            pod_name = launcher["metadata"]["name"]
-        if follow:
-            copy_stream(cluster, pod_name, tail, timestamps)
-        else:
-            sys.stdout.write(cluster.read_log(pod_name, tail_lines=tail, timestamps=timestamps))
-            sys.stdout.flush()
+            printer.write(read_merged(cluster, pods, tail_lines=tail, since_seconds=since_seconds), keep)
+            return
+
+        def list_pods() -> list[str]:
+            return pods if pod is not None else [p["metadata"]["name"] for p in cluster.job_pods(name)]
+
+        def job_ended() -> bool:
+            return finished(cluster.get_trainjob(name)) is not None
+
+        def warn(p: str, exc: BaseException) -> None:
+            output.info(f"log stream of {p} ended early: {exc}")
+
+        printer.write(follow_merged(cluster, list_pods, job_ended, tail_lines=tail, since_seconds=since_seconds,
+                                    on_error=warn), keep)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from mpijob import __version__
+from mpijob.cli import exitcodes
 from mpijob.cli.create_cmd import create, delete
 from mpijob.cli.describe_cmd import describe
 from mpijob.cli.get_cmd import get
@@ -18,11 +19,9 @@ from mpijob.cli.run_cmd import run
 from mpijob.cli.server_cmd import kubeconfig, server_app
 from mpijob.cli.session import ContextOpt, Globals, KubeconfigOpt, NamespaceOpt
 from mpijob.cli.suspend_cmd import resume, suspend
+from mpijob.cli.wait_cmd import wait
 
-EPILOG = (
-    "Exit codes: 0 ok · 1 job failed · 2 invalid input · 3 not found · 4 forbidden · "
-    "5 quota exceeded · 6 timeout · 7 server unavailable"
-)
+EPILOG = exitcodes.summary()
 
 app = typer.Typer(
     name="mpijob",
@@ -62,6 +61,7 @@ app.command("delete")(delete)
 app.command("run")(run)
 app.command("suspend")(suspend)
 app.command("resume")(resume)
+app.command("wait")(wait)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,9 @@ def info(message: str) -> None:
 def error(exc: BaseException) -> None:
     """The message and, for API errors, one `* field: message` line per cause (kubectl's shape)."""
     lines = [f"error: {exc}"]
+    if isinstance(exc, ApiError) and exc.code == 401:
+        lines[0] += (" (the server rejected the kubeconfig's credentials; use a current kubeconfig — for the "
+                     "local cluster `mpijob kubeconfig` prints its path)")
     if isinstance(exc, ApiError) and exc.causes:
         if " is invalid: " in exc.message:  # the causes below repeat what follows, as kubectl prints it
             lines = [f"error: {exc.message.split(' is invalid: ')[0]} is invalid:"]

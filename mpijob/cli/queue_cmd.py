@@ -18,6 +18,7 @@ import typer
 
 from mpijob.api import errors
 from mpijob.cli import output, queue_views
+from mpijob.cli.describe_cmd import check_describe_format
 from mpijob.cli.get_cmd import check_format
 from mpijob.cli.session import connect, globals_of, handles_errors
 from mpijob.client.api import Cluster
@@ -215,6 +216,18 @@ def run_describe(cluster: Cluster, kind: str, name: str, namespace_given: bool) 
     return describe_local_queue(cluster, name)
 
 
+def queue_object(cluster: Cluster, kind: str, name: str, namespace_given: bool) -> Obj:
+    """The object `describe` would describe (`-o json|yaml`), found the way `run_describe` finds it."""
+    kueue = Kueue(cluster)
+    if kind == "clusterqueues" or (kind == "queues" and not namespace_given):
+        try:
+            return kueue.get("clusterqueues", name)
+        except errors.ApiError as exc:
+            if exc.code != 404 or kind == "clusterqueues" or "does not serve" in exc.message:
+                raise
+    return kueue.get("localqueues", name, cluster.namespace)
+
+
 # -- wiring into `get` and `describe` -------------------------------------------------------------
 
 
@@ -263,10 +276,15 @@ def with_queues_describe(base: Callable[..., Any]) -> Callable[..., Any]:
     """`describe` that also knows `queue` / `clusterqueue` / `localqueue`."""
 
     @handles_errors
-    def queue(ctx: typer.Context, resource: str, name: str, kubeconfig: str | None = None,
-              context: str | None = None, namespace: str | None = None, **_: Any) -> None:
+    def queue(ctx: typer.Context, resource: str, name: str, output_format: str | None = None,
+              kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None,
+              **_: Any) -> None:
+        check_describe_format(output_format)
         given = bool(namespace or globals_of(ctx).namespace)
         with connect(ctx, kubeconfig, context, namespace) as cluster:
+            if output_format is not None:
+                output.dump(queue_object(cluster, queue_kind(resource) or "queues", name, given), output_format)
+                return
             text = run_describe(cluster, queue_kind(resource) or "queues", name, given)
         sys.stdout.write(text)
 

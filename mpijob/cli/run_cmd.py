@@ -6,15 +6,14 @@ import sys
 import threading
 import time
 from contextlib import AbstractContextManager, nullcontext
-from typing import Annotated, Any, Optional
+from typing import IO, Annotated, Any, Optional
 
 import typer
 
 from mpijob.api import errors
 from mpijob.cli import output
 from mpijob.cli.create_cmd import FileOpt, create_all, load_all
-from mpijob.cli.exitcodes import Exit
-from mpijob.cli.logs_cmd import copy_stream
+from mpijob.cli.exitcodes import Exit, UsageError
 from mpijob.cli.session import (
     ContextOpt,
     KubeconfigOpt,
@@ -24,7 +23,8 @@ from mpijob.cli.session import (
     handles_errors,
 )
 from mpijob.client.api import Cluster, display_name, resource_for
-from mpijob.client.errors import ServerUnavailable
+from mpijob.client.errors import ServerUnavailable, WaitTimeout
+from mpijob.client.phase import job_phase
 from mpijob.client.wait import (
     Outcome,
     wait_for_finish,
@@ -62,10 +62,17 @@ def _remaining(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
-def _stream_in_background(cluster: Cluster, pod: str) -> threading.Thread:
+def _copy_log(cluster: Cluster, pod: str, out: IO[bytes]) -> None:
+    """Follow one pod's log onto `out` until its container ends."""
+    for chunk in cluster.stream_log(pod):
+        out.write(chunk)
+        out.flush()
+
+
+def _stream_in_background(cluster: Cluster, pod: str, out: IO[bytes]) -> threading.Thread:
     def pump() -> None:
         try:
-            copy_stream(cluster, pod)
+            _copy_log(cluster, pod, out)
         except (errors.ApiError, ServerUnavailable) as exc:  # the job's outcome still decides the exit code
             output.info(f"log stream of {pod} ended early: {exc}")
 
@@ -74,8 +81,8 @@ def _stream_in_background(cluster: Cluster, pod: str) -> threading.Thread:
     return thread
 
 
-def follow_job(cluster: Cluster, name: str, timeout: float | None) -> Outcome:
-    """Wait for the launcher, stream its log to stdout, and return how the job ended."""
+def follow_job(cluster: Cluster, name: str, timeout: float | None, log_to: IO[bytes] | None = None) -> Outcome:
+    """Wait for the launcher, stream its log (to stdout unless `log_to`), and return how the job ended."""
     deadline = None if timeout is None else time.monotonic() + timeout
     progress = Progress(name)
     with progress.spinner():
@@ -83,11 +90,27 @@ def follow_job(cluster: Cluster, name: str, timeout: float | None) -> Outcome:
     stream = None
     if launcher is not None:
         output.info(f"trainjob {name}: launcher {launcher['metadata']['name']} started; its log follows")
-        stream = _stream_in_background(cluster, launcher["metadata"]["name"])
+        stream = _stream_in_background(cluster, launcher["metadata"]["name"], log_to or sys.stdout.buffer)
     result = wait_for_finish(cluster, name, timeout=_remaining(deadline))
     if stream is not None:
         stream.join(LOG_DRAIN_SECONDS)
     return result
+
+
+def run_summary(job: Obj, status: str, message: str) -> Obj:
+    """`run -o json|yaml`: where the job is and how it ended (or where it stood when we gave up)."""
+    meta = job["metadata"]
+    return {"name": meta["name"], "namespace": meta.get("namespace", ""), "status": status, "message": message}
+
+
+def _timed_out(cluster: Cluster, job: Obj, fmt: str, exc: WaitTimeout) -> None:
+    """Print where the job stood, then let the contract's timeout code be the exit."""
+    name = job["metadata"]["name"]
+    try:
+        phase, _ = job_phase(cluster.get_trainjob(name), cluster.job_pods(name))
+    except (errors.ApiError, ServerUnavailable):
+        phase = "Unknown"
+    output.dump(run_summary(job, phase, str(exc)), fmt)
 
 
 @handles_errors
@@ -95,14 +118,19 @@ def run(
     ctx: typer.Context,
     filename: FileOpt,
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Give up after this many seconds "
-                                                     "(exit 6; the job keeps running).", show_default=False)] = None,
+                                                     "(exit 7; the job keeps running).", show_default=False)] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Delete an existing TrainJob of the same name "
                                           "first.")] = False,
+    output_format: Annotated[Optional[str], typer.Option(
+        "--output", "-o", help="json | yaml: only {name, namespace, status, message} on stdout, at the end "
+        "(the launcher's log goes to stderr).", show_default=False)] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
 ) -> None:
     """Create the TrainJob in FILE, stream its launcher's log; exit 0 if it Completes, 1 if it Fails."""
+    if output_format is not None and output_format not in ("json", "yaml"):
+        raise UsageError(f"run --output {output_format!r} is not supported; use json or yaml")
     objects = load_all(filename)
     jobs = [o for o in objects if isinstance(o, dict) and o.get("kind") == "TrainJob"]
     if len(jobs) != 1:
@@ -128,11 +156,18 @@ def run(
         name = job["metadata"]["name"]
         cluster.namespace = job["metadata"].get("namespace") or cluster.namespace
         try:
-            result = follow_job(cluster, name, timeout)
+            result = follow_job(cluster, name, timeout, sys.stderr.buffer if output_format else None)
+        except WaitTimeout as exc:
+            if output_format:
+                _timed_out(cluster, job, output_format, exc)
+            raise
         except KeyboardInterrupt:
             output.info(f"interrupted; trainjob {name} keeps running: `mpijob logs {name} -f` to follow it, "
                         f"`mpijob delete trainjob {name}` to stop it")
             raise typer.Exit(130) from None
+    if output_format:
+        status = "Succeeded" if result.succeeded else "Failed"
+        output.dump(run_summary(job, status, result.message or result.reason), output_format)
     if result.succeeded:
         output.info(f"trainjob {name}: Complete ({result.reason or 'ok'})")
         return

@@ -94,7 +94,7 @@ def stop(timeout: Annotated[float, typer.Option(help="Seconds before SIGKILL.")]
 def status(
     output_format: Annotated[str, typer.Option("--output", "-o", help="`json` for machines.")] = "",
 ) -> None:
-    """Print url, pid, kubeconfig, home, sandbox mode and version; exit 7 when not running."""
+    """Print url, pid, kubeconfig, home, sandbox mode and version; exit 8 when not running."""
     home = Home.default()
     info = _daemon().status(home)
     if info is None:

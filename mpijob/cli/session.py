@@ -17,7 +17,7 @@ import typer
 
 from mpijob.api.errors import ApiError
 from mpijob.cli import output
-from mpijob.cli.exitcodes import for_exception
+from mpijob.cli.exitcodes import UsageError, for_exception
 from mpijob.client.api import Cluster
 from mpijob.client.config import resolve
 from mpijob.client.errors import ServerUnavailable, WaitTimeout
@@ -66,7 +66,7 @@ def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
     def inner(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except (ApiError, ServerUnavailable, WaitTimeout) as exc:
+        except (ApiError, ServerUnavailable, WaitTimeout, UsageError) as exc:
             output.error(exc)
             raise typer.Exit(int(for_exception(exc))) from None
         except KeyboardInterrupt:

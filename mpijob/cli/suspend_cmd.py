@@ -11,8 +11,8 @@ from typing import Annotated
 
 import typer
 
-from mpijob.api import errors
 from mpijob.api.resources import TRAINJOBS
+from mpijob.cli.exitcodes import UsageError
 from mpijob.cli.session import (
     ContextOpt,
     KubeconfigOpt,
@@ -36,8 +36,8 @@ def set_suspend(cluster: Cluster, name: str, suspend: bool) -> None:
 def _run(ctx: typer.Context, verb: str, resource: str, name: str, suspend: bool,
          kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
     if resource.lower() not in TRAINJOB_NAMES:
-        raise errors.ApiError(400, "BadRequest", f"cannot {verb} {resource!r}: only TrainJobs can be "
-                              f"{PAST[verb]}; use: mpijob {verb} trainjob NAME")
+        raise UsageError(f"cannot {verb} {resource!r}: only TrainJobs can be "
+                         f"{PAST[verb]}; use: mpijob {verb} trainjob NAME")
     with connect(ctx, kubeconfig, context, namespace) as cluster:
         set_suspend(cluster, name, suspend)
     print(f"{display_name(TRAINJOBS, name)} {PAST[verb]}")

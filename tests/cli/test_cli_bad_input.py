@@ -1,4 +1,4 @@
-"""Bad input is refused with exit 2, a message naming the field and the fix, and nothing created."""
+"""Bad input is refused with exit 3, a message naming the field and the fix, and nothing created."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_invalid_trainjob_exits_2_and_creates_nothing(mpijob: Invoke, tmp_path: Path, case: str) -> None:
+def test_invalid_trainjob_exits_3_and_creates_nothing(mpijob: Invoke, tmp_path: Path, case: str) -> None:
     mutate, expected = CASES[case]
     job = _hello(f"bad-{case}")
     mutate(job)
@@ -56,7 +56,7 @@ def test_invalid_trainjob_exits_2_and_creates_nothing(mpijob: Invoke, tmp_path: 
 
     for command in ("create", "run"):
         r = mpijob(command, "-f", str(path))
-        assert r.exit_code == 2, (command, r.stdout, r.stderr)
+        assert r.exit_code == 3, (command, r.stdout, r.stderr)
         for text in expected:
             assert text in r.stderr, (command, r.stderr)
         assert r.stdout == ""
@@ -70,7 +70,7 @@ def test_invalid_trainjob_lists_each_cause(mpijob: Invoke, tmp_path: Path) -> No
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(job))
     r = mpijob("create", "-f", str(path))
-    assert r.exit_code == 2
+    assert r.exit_code == 3
     causes = [line for line in r.stderr.splitlines() if line.startswith("* ")]
     assert any("spec.trainer.numNodes" in c for c in causes), r.stderr
     assert any("spec.trainer.env" in c and "OMPI_MCA_orte_default_hostfile" in c for c in causes), r.stderr
@@ -91,7 +91,7 @@ def test_unusable_files_exit_2(mpijob: Invoke, tmp_path: Path, text: str, expect
     path.write_text(text)
     before = trainjob_names(mpijob)
     r = mpijob("create", "-f", str(path))
-    assert r.exit_code == 2
+    assert r.exit_code == 3
     assert expected in r.stderr
     assert str(path) in r.stderr
     assert trainjob_names(mpijob) == before
@@ -103,26 +103,26 @@ def test_a_bad_document_in_a_multi_document_file_creates_nothing(mpijob: Invoke,
     path = tmp_path / "two.yaml"
     path.write_text(yaml.safe_dump_all([good, bad]))
     r = mpijob("create", "-f", str(path))
-    assert r.exit_code == 2, r.stderr
+    assert r.exit_code == 3, r.stderr
     assert "spec.trainer.numNodes" in r.stderr
     assert "multi-good" not in trainjob_names(mpijob)
 
 
 def test_missing_file_and_unknown_kind_exit_2(mpijob: Invoke, tmp_path: Path) -> None:
     r = mpijob("create", "-f", str(tmp_path / "nope.yaml"))
-    assert r.exit_code == 2 and "no such file" in r.stderr
+    assert r.exit_code == 3 and "no such file" in r.stderr
     path = tmp_path / "deploy.yaml"
     path.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n")
     r = mpijob("create", "-f", str(path))
-    assert r.exit_code == 2 and "Deployment" in r.stderr
+    assert r.exit_code == 3 and "Deployment" in r.stderr
 
 
-def test_already_exists_exits_2(mpijob: Invoke, tmp_path: Path) -> None:
+def test_already_exists_exits_3(mpijob: Invoke, tmp_path: Path) -> None:
     path = write_job(tmp_path, _hello("twice"), "twice")
     spec = yaml.safe_load(path.read_text())
     spec["spec"]["suspend"] = True  # never runs: this test is about the API only
     path.write_text(yaml.safe_dump(spec))
     assert mpijob("create", "-f", str(path)).exit_code == 0
     r = mpijob("create", "-f", str(path))
-    assert r.exit_code == 2 and "already exists" in r.stderr
+    assert r.exit_code == 3 and "already exists" in r.stderr
     assert mpijob("delete", "trainjob", "twice").exit_code == 0

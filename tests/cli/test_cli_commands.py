@@ -59,8 +59,8 @@ def test_create_get_delete_round_trip(mpijob: Invoke, tmp_path: Path) -> None:
     r = mpijob("delete", "trainjob", "cmd-round-trip", "--wait")
     assert (r.exit_code, r.stdout) == (0, 'trainjob.trainer.kubeflow.org "cmd-round-trip" deleted\n')
     assert "cmd-round-trip" not in trainjob_names(mpijob)
-    assert mpijob("get", "trainjob", "cmd-round-trip").exit_code == 3
-    assert mpijob("delete", "trainjob", "cmd-round-trip").exit_code == 3
+    assert mpijob("get", "trainjob", "cmd-round-trip").exit_code == 4
+    assert mpijob("delete", "trainjob", "cmd-round-trip").exit_code == 4
     assert mpijob("delete", "trainjob", "cmd-round-trip", "--ignore-not-found").exit_code == 0
 
 
@@ -73,11 +73,11 @@ def test_create_from_stdin(mpijob: Invoke, tmp_path: Path) -> None:
 
 def test_get_missing_exits_3(mpijob: Invoke) -> None:
     r = mpijob("get", "trainjobs", "does-not-exist")
-    assert r.exit_code == 3 and "not found" in r.stderr
-    assert mpijob("get", "pods", "does-not-exist").exit_code == 3
-    assert mpijob("get", "runtimes", "does-not-exist").exit_code == 3
-    assert mpijob("describe", "trainjob", "does-not-exist").exit_code == 3
-    assert mpijob("logs", "does-not-exist").exit_code == 3
+    assert r.exit_code == 4 and "not found" in r.stderr
+    assert mpijob("get", "pods", "does-not-exist").exit_code == 4
+    assert mpijob("get", "runtimes", "does-not-exist").exit_code == 4
+    assert mpijob("describe", "trainjob", "does-not-exist").exit_code == 4
+    assert mpijob("logs", "does-not-exist").exit_code == 4
 
 
 def test_get_runtimes_shows_the_bundled_mpi_runtime(mpijob: Invoke) -> None:
@@ -103,7 +103,7 @@ def test_namespace_mismatch_is_refused(mpijob: Invoke, tmp_path: Path) -> None:
     job["metadata"]["namespace"] = "default"
     path.write_text(yaml.safe_dump(job))
     r = mpijob("create", "-f", str(path), "-n", "kubeflow-system")
-    assert r.exit_code == 2 and "--namespace=default" in r.stderr
+    assert r.exit_code == 3 and "--namespace=default" in r.stderr
     assert "cmd-ns" not in trainjob_names(mpijob)
 
 
@@ -131,8 +131,8 @@ def test_describe_shows_spec_conditions_and_events(mpijob: Invoke, tmp_path: Pat
     assert mpijob("delete", "trainjob", "cmd-describe").exit_code == 0
 
 
-def test_logs_without_a_launcher_exits_3(mpijob: Invoke, tmp_path: Path) -> None:
+def test_logs_without_a_launcher_exits_4(mpijob: Invoke, tmp_path: Path) -> None:
     assert mpijob("create", "-f", str(_suspended(tmp_path, "cmd-nolog"))).exit_code == 0
     r = mpijob("logs", "cmd-nolog")
-    assert r.exit_code == 3 and "no launcher pod" in r.stderr and "Suspended" in r.stderr
+    assert r.exit_code == 4 and "no launcher pod" in r.stderr and "Suspended" in r.stderr
     assert mpijob("delete", "trainjob", "cmd-nolog").exit_code == 0

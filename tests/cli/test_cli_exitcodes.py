@@ -8,7 +8,14 @@ import pytest
 
 from mpijob.api import errors
 from mpijob.api.errors import ApiError
-from mpijob.cli.exitcodes import Exit, for_api_error, for_exception
+from mpijob.cli.exitcodes import (
+    MEANINGS,
+    Exit,
+    UsageError,
+    for_api_error,
+    for_exception,
+    summary,
+)
 from mpijob.client.errors import ServerUnavailable, WaitTimeout
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -33,13 +40,22 @@ def test_api_errors_map_to_contract(err: ApiError, code: Exit) -> None:
     assert for_exception(err) == code
 
 
-def test_transport_and_wait_errors() -> None:
+def test_transport_wait_and_usage_errors() -> None:
     assert for_exception(ServerUnavailable("https://x", "refused")) == Exit.UNAVAILABLE
     assert for_exception(WaitTimeout("slow")) == Exit.TIMEOUT
+    assert for_exception(UsageError("-o xml")) == Exit.USAGE
+    with pytest.raises(TypeError):
+        for_exception(ValueError("not a CLI failure"))
 
 
-def test_codes_are_the_documented_ones() -> None:
-    assert [int(e) for e in Exit] == list(range(8))
+def test_codes_are_the_issue_5_contract() -> None:
+    assert [(int(e), MEANINGS[e]) for e in Exit] == [
+        (0, "ok"), (1, "job failed"), (2, "usage error"), (3, "invalid input"), (4, "not found"),
+        (5, "forbidden"), (6, "quota exceeded"), (7, "timed out"), (8, "server unavailable")]
+    assert all(f"{int(e)} {MEANINGS[e]}" in summary() for e in Exit)
+
+
+def test_readme_documents_every_code() -> None:
     table = README.read_text()
     for e in Exit:
         assert f"| {int(e)} |" in table, f"README lacks the row for exit code {int(e)}"

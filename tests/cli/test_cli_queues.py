@@ -224,7 +224,7 @@ def test_get_clusterqueues_and_localqueues_kinds_and_formats(queues: httpx.Clien
     assert ["team-a", "team", "2", "1"] in [line.split() for line in lqs]
     assert cli("get", "lq", "-A").stdout.splitlines()[0].split()[0] == "NAMESPACE"
     r = cli("get", "cq", "nope")
-    assert r.exit_code == 3 and 'clusterqueues.kueue.x-k8s.io "nope" not found' in r.stderr
+    assert r.exit_code == 4 and 'clusterqueues.kueue.x-k8s.io "nope" not found' in r.stderr
     assert cli("get", "queues", "-o", "table").exit_code == 2
 
 
@@ -250,8 +250,8 @@ def test_describe_local_queue_with_namespace_and_missing_queue(queues: httpx.Cli
     assert "Quota (ClusterQueue team, shared):" in r.stdout and "default/wl-hi" in r.stdout
     assert "Kind:             LocalQueue" in cli("describe", "queue", "team-a").stdout  # no ClusterQueue of that name
     r = cli("describe", "queue", "nope")
-    assert r.exit_code == 3 and 'no ClusterQueue "nope" and no LocalQueue "nope"' in r.stderr
-    assert cli("describe", "clusterqueue", "team-a").exit_code == 3
+    assert r.exit_code == 4 and 'no ClusterQueue "nope" and no LocalQueue "nope"' in r.stderr
+    assert cli("describe", "clusterqueue", "team-a").exit_code == 4
 
 
 def test_suspend_and_resume_patch_spec_suspend(api: httpx.Client, cli: Invoke, tmp_path: Path) -> None:
@@ -268,6 +268,6 @@ def test_suspend_and_resume_patch_spec_suspend(api: httpx.Client, cli: Invoke, t
     assert api.get(f"{TRAINJOBS}/k4-susp").json()["spec"]["suspend"] is False
 
     r = cli("suspend", "trainjob", "k4-missing")
-    assert r.exit_code == 3 and "not found" in r.stderr
+    assert r.exit_code == 4 and "not found" in r.stderr
     r = cli("resume", "pod", "k4-susp")
     assert r.exit_code == 2 and "use: mpijob resume trainjob NAME" in r.stderr

@@ -45,7 +45,7 @@ def test_kubeconfig_starts_the_local_cluster_on_demand(tmp_path: Path) -> None:
 
         stopped = _mpijob(home, "server", "stop")
         assert stopped.returncode == 0 and "stopped" in stopped.stderr
-        assert _mpijob(home, "server", "status").returncode == 7
+        assert _mpijob(home, "server", "status").returncode == 8
     finally:
         daemon.stop(Home(home), timeout=20)
 

@@ -1,0 +1,69 @@
+"""`mpijob wait NAME [--for Complete|Failed|Running|Finished] [--timeout 10m]`: block on a TrainJob.
+
+For CI pipelines the exit code is the answer (0 reached · 1 the job failed · timed out → the timeout
+code); people on a terminal also get a live line with the phase, queue position and pods ready.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import AbstractContextManager, nullcontext
+from typing import Annotated, Any, Optional
+
+import typer
+
+from mpijob.cli import output
+from mpijob.cli.exitcodes import Exit
+from mpijob.cli.session import ContextOpt, KubeconfigOpt, NamespaceOpt, connect, handles_errors
+from mpijob.client.wait import CONDITIONS, Snapshot, parse_duration, wait_for_condition
+
+
+class LiveLine:
+    """A rich status line on stderr when stdout and stderr are a terminal; nothing when piped."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._status: Any = None
+
+    def context(self) -> AbstractContextManager[Any]:
+        if not (sys.stdout.isatty() and sys.stderr.isatty()):
+            return nullcontext()
+        self._status = output.stderr().status(f"trainjob {self.name}: waiting")
+        return self._status  # type: ignore[no-any-return]
+
+    def __call__(self, snap: Snapshot) -> None:
+        if self._status is not None:
+            self._status.update(f"trainjob {self.name}: {snap.describe()}")
+
+
+@handles_errors
+def wait(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The TrainJob's name.")],
+    for_: Annotated[str, typer.Option(
+        "--for", help="Complete | Failed | Running (the launcher runs) | Finished (Complete or Failed).",
+    )] = "Complete",
+    timeout: Annotated[Optional[str], typer.Option(
+        "--timeout", help="Give up after this long (30s, 10m, 1h); default: wait forever.", show_default=False,
+    )] = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+) -> None:
+    """Wait until a TrainJob reaches a condition. Exit 0 when it does, the job-failed code when it
+    failed (or, with --for Failed, completed), the timeout code when --timeout passes first."""
+    want = next((c for c in CONDITIONS if c.lower() == for_.strip().lower()), None)
+    if want is None:  # a flag value outside its choices is a usage error, as click reports it
+        raise typer.BadParameter(f"{for_!r} is not one of {', '.join(CONDITIONS)}", param_hint="'--for'")
+    seconds = parse_duration(timeout) if timeout is not None else None
+    with connect(ctx, kubeconfig, context, namespace) as cluster:
+        cluster.get_trainjob(name)  # a missing job is "not found" now, not after the first poll
+        live = LiveLine(name)
+        with live.context():
+            result = wait_for_condition(cluster, name, want, timeout=seconds, progress=live)
+    if result.met:
+        print(f"trainjob.trainer.kubeflow.org/{name} condition met", flush=True)  # kubectl wait's line
+        return
+    detail = f": {result.message}" if result.message else ""
+    output.info(f"error: trainjob {name} can no longer reach {want}: it ended {result.phase}{detail}")
+    raise typer.Exit(int(Exit.JOB_FAILED))

@@ -1,0 +1,107 @@
+"""The pure half of merged logs and `wait`: timestamps, merge-sort, live reordering, grep, durations."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpijob.api.errors import ApiError
+from mpijob.cli.logs_cmd import Printer
+from mpijob.client.logs import Filter, LogLine, Reorder, merge, parse_line, stamp_ns
+from mpijob.client.wait import Snapshot, _reached, parse_duration
+
+
+def test_stamps_parse_to_nanoseconds_even_with_trimmed_fractions() -> None:
+    # RFC3339Nano drops trailing zeros: as text ".1Z" > ".123Z", as time it is earlier
+    assert stamp_ns("2026-01-01T00:00:05.1Z") < stamp_ns("2026-01-01T00:00:05.123Z")  # type: ignore[operator]
+    assert stamp_ns("2026-01-01T00:00:05Z") == stamp_ns("2026-01-01T00:00:05.000000000Z")
+    assert stamp_ns("2026-01-01T01:00:05+01:00") == stamp_ns("2026-01-01T00:00:05Z")
+    assert stamp_ns("not-a-stamp") is None
+
+
+def test_merge_orders_lines_of_every_pod_by_time() -> None:
+    logs = {
+        "pi-node-0-0": "2026-01-01T00:00:01.5Z node first\n2026-01-01T00:00:03Z node last\n",
+        "pi-launcher-0-0": "2026-01-01T00:00:01.000000001Z launcher a\n2026-01-01T00:00:02Z launcher b\n",
+    }
+    merged = merge(logs)
+    assert [(ln.pod, ln.text) for ln in merged] == [
+        ("pi-launcher-0-0", "launcher a"), ("pi-node-0-0", "node first"),
+        ("pi-launcher-0-0", "launcher b"), ("pi-node-0-0", "node last"),
+    ]
+    assert merged[0].stamp == "2026-01-01T00:00:01.000000001Z"
+
+
+def test_equal_stamps_keep_each_pods_own_order_and_unstamped_lines_follow_their_predecessor() -> None:
+    logs = {"b": "2026-01-01T00:00:01Z b1\n2026-01-01T00:00:01Z b2\n", "a": "2026-01-01T00:00:01Z a1\ncontinued\n"}
+    assert [ln.text for ln in merge(logs)] == ["a1", "continued", "b1", "b2"]
+    assert parse_line("p", "no stamp here", 3, 42) == LogLine(42, "p", 3, "", "no stamp here")
+
+
+def test_reorder_holds_lines_for_the_window_then_releases_in_time_order() -> None:
+    r = Reorder(window=1.0)
+    r.push(LogLine(20, "launcher", 0, "", "late stamp, early arrival"), now=0.0)
+    r.push(LogLine(10, "node", 0, "", "early stamp, late arrival"), now=0.5)
+    assert r.ready(now=0.9) == []  # nothing held long enough yet
+    assert [ln.ns for ln in r.ready(now=1.0)] == [10, 20]  # the held line releases the earlier one too
+    r.push(LogLine(30, "node", 1, "", "x"), now=2.0)
+    assert r.ready(now=2.1) == [] and len(r) == 1
+    assert [ln.ns for ln in r.drain()] == [30] and len(r) == 0
+
+
+def test_grep_filters_by_regex_and_rejects_a_bad_one_naming_the_flag() -> None:
+    keep = Filter(r"loss=\d")
+    assert keep(LogLine(0, "p", 0, "", "step 3 loss=0.5"))
+    assert not keep(LogLine(0, "p", 0, "", "step 3 acc=0.5"))
+    assert Filter(None)(LogLine(0, "p", 0, "", "anything"))
+    with pytest.raises(ApiError) as err:
+        Filter("(")
+    assert "--grep '('" in err.value.message and "regular expression" in err.value.message
+
+
+def test_printer_prefixes_pods_and_colours_them_only_when_asked() -> None:
+    line = LogLine(1, "pi-node-0-0", 0, "2026-01-01T00:00:01Z", "hello")
+    assert Printer(prefix=True, timestamps=False, colour=False).format(line) == "[pi-node-0-0] hello"
+    assert Printer(True, True, False).format(line) == "[pi-node-0-0] 2026-01-01T00:00:01Z hello"
+    assert Printer(False, False, False).format(line) == "hello"
+    coloured = Printer(True, False, True)
+    a = coloured.format(line)
+    b = coloured.format(LogLine(2, "pi-launcher-0-0", 0, "", "x"))
+    assert a.startswith("\x1b[") and a.endswith("[pi-node-0-0]\x1b[0m hello")
+    assert a.split("[pi")[0] != b.split("[pi")[0]  # another pod, another colour
+
+
+@pytest.mark.parametrize("text,seconds", [("30s", 30), ("10m", 600), ("1h", 3600), ("1h30m", 5400),
+                                          ("250ms", 0.25), ("45", 45), ("1.5m", 90)])
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["ten", "10x", "m", "5m3", "-5s"])
+def test_bad_durations_name_the_flag_and_the_fix(text: str) -> None:
+    with pytest.raises(ApiError) as err:
+        parse_duration(text, "--since")
+    assert f"--since {text!r}" in err.value.message and "10m" in err.value.message
+
+
+def _job(*conditions: str) -> dict[str, object]:
+    return {"status": {"conditions": [{"type": c, "status": "True"} for c in conditions]}}
+
+
+def test_which_endings_satisfy_which_condition() -> None:
+    assert _reached("Complete", _job("Complete"), "Succeeded") is True
+    assert _reached("Complete", _job("Failed"), "Failed") is False
+    assert _reached("Complete", _job(), "Running") is None
+    assert _reached("Failed", _job("Failed"), "Failed") is True
+    assert _reached("Failed", _job("Complete"), "Succeeded") is False
+    assert _reached("Running", _job(), "Running") is True
+    assert _reached("Running", _job(), "Queued") is None
+    assert _reached("Running", _job("Complete"), "Succeeded") is True
+    assert _reached("Running", _job("Failed"), "Failed") is False
+    assert _reached("Finished", _job("Failed"), "Failed") is True
+
+
+def test_progress_line_shows_phase_queue_position_and_pods_ready() -> None:
+    queued = Snapshot("Queued", "Waiting for quota", 0, 0, position=2, queue="user-queue")
+    assert queued.describe() == "Queued · position 2 in queue user-queue · Waiting for quota"
+    starting = Snapshot("Starting", "", 1, 3)
+    assert starting.describe() == "Starting · 1/3 pods ready"
