@@ -225,13 +225,25 @@ class Cluster:
         tail_lines: int | None = None,
         timestamps: bool = False,
     ) -> str:
-        kw: dict[str, Any] = {"container": container, "_preload_content": False, "_request_timeout": REQUEST_TIMEOUT}
+        resp = self._pod_log(pod, namespace, container, tail_lines, timestamps, follow=False)
+        return resp.data.decode("utf-8", "replace")
+
+    def _pod_log(
+        self, pod: str, namespace: str | None, container: str, tail_lines: int | None, timestamps: bool, follow: bool
+    ) -> Any:
+        """GET pods/log; a followed stream has no read timeout (it lasts as long as the container)."""
+        kw: dict[str, Any] = {
+            "container": container,
+            "_preload_content": False,
+            "_request_timeout": (REQUEST_TIMEOUT, None) if follow else REQUEST_TIMEOUT,
+        }
+        if follow:
+            kw["follow"] = True
         if tail_lines is not None:
             kw["tail_lines"] = tail_lines
         if timestamps:
             kw["timestamps"] = True
-        resp = call(self.url, self.core.read_namespaced_pod_log, pod, self._ns(namespace), **kw)
-        return resp.data.decode("utf-8", "replace")
+        return call(self.url, self.core.read_namespaced_pod_log, pod, self._ns(namespace), **kw)
 
     def stream_log(
         self,
@@ -242,17 +254,7 @@ class Cluster:
         timestamps: bool = False,
     ) -> Iterator[bytes]:
         """Follow a container's log: yields chunks as they arrive; ends when the container ends."""
-        kw: dict[str, Any] = {
-            "container": container,
-            "follow": True,
-            "_preload_content": False,
-            "_request_timeout": (REQUEST_TIMEOUT, None),
-        }
-        if tail_lines is not None:
-            kw["tail_lines"] = tail_lines
-        if timestamps:
-            kw["timestamps"] = True
-        resp = call(self.url, self.core.read_namespaced_pod_log, pod, self._ns(namespace), **kw)
+        resp = self._pod_log(pod, namespace, container, tail_lines, timestamps, follow=True)
         try:
             chunks = resp.stream(4096, decode_content=True)
             while True:
