@@ -1,7 +1,8 @@
-"""`mpijob logs NAME`: the launcher's and every node's log as one timeline, each line tagged with its pod.
+"""`mpijob logs NAME`: the launcher's and every node's log as one timeline, each line tagged with its pod
+(and its MPI rank, for the lines Open MPI tagged).
 
-`--pod` keeps one pod, `--grep` filters, `--since` and `--tail` bound it, `--follow` merges the live
-streams and ends when the job ends. The merging itself is `mpijob.client.logs` (shared with the SDK).
+`--pod` keeps one pod, `--rank` one rank, `--grep` filters, `--since` and `--tail` bound it, `--follow`
+merges the live streams and ends when the job ends. The merging itself is `mpijob.client.logs`.
 """
 
 from __future__ import annotations
@@ -30,25 +31,23 @@ from mpijob.client.wait import parse_duration
 COLOURS = (36, 33, 35, 32, 34, 31, 96, 93, 95, 92, 94, 91)  # ANSI foreground colours, one per pod
 
 
-def copy_stream(cluster: Cluster, pod: str, tail: int | None = None, timestamps: bool = False) -> None:
-    """Follow one pod's `node` container log onto stdout, verbatim, until the container ends."""
-    out = sys.stdout.buffer
-    for chunk in cluster.stream_log(pod, tail_lines=tail, timestamps=timestamps):
-        out.write(chunk)
-        out.flush()
+NO_RANKS = ("no line of this job carries an MPI rank: Open MPI's output tagging was off. The local cluster "
+            "turns it on; elsewhere add --tag-output to mpirun (or OMPI_MCA_orte_tag_output=1 to trainer.env)")
 
 
 class Printer:
-    """`[pod] text` lines (optionally with the timestamp); a colour per pod on a terminal."""
+    """`[pod] text` or `[pod rank N] text` lines (optionally with the timestamp); a colour per pod on a
+    terminal. Remembers whether any line it saw carried a rank."""
 
     def __init__(self, prefix: bool, timestamps: bool, colour: bool) -> None:
         self.prefix, self.timestamps, self.colour = prefix, timestamps, colour
         self._colours: dict[str, int] = {}
+        self.saw_rank = False
 
     def format(self, line: LogLine) -> str:
         head = ""
         if self.prefix:
-            tag = f"[{line.pod}]"
+            tag = f"[{line.pod}]" if line.rank is None else f"[{line.pod} rank {line.rank}]"
             if self.colour:
                 code = self._colours.setdefault(line.pod, COLOURS[len(self._colours) % len(COLOURS)])
                 tag = f"\x1b[{code}m{tag}\x1b[0m"
@@ -59,6 +58,7 @@ class Printer:
 
     def write(self, lines: Iterable[LogLine], keep: Filter) -> None:
         for line in lines:
+            self.saw_rank = self.saw_rank or line.rank is not None
             if keep(line):
                 sys.stdout.write(self.format(line) + "\n")
                 sys.stdout.flush()
@@ -85,19 +85,24 @@ def logs(
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Stream until the job ends.")] = False,
     pod: Annotated[Optional[str], typer.Option("--pod", help="Only this pod of the job (default: every pod).",
                                                show_default=False)] = None,
+    rank: Annotated[Optional[int], typer.Option("--rank", help="Only the lines MPI rank N wrote (Open MPI's "
+                                                "output tagging).", show_default=False)] = None,
     grep: Annotated[Optional[str], typer.Option("--grep", help="Only lines matching this regular expression.",
                                                 show_default=False)] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="Only lines newer than this (30s, 5m, 1h).",
                                                  show_default=False)] = None,
     tail: Annotated[Optional[int], typer.Option("--tail", help="Only the last N lines (of each pod with --follow).", show_default=False)] = None,
     timestamps: Annotated[bool, typer.Option("--timestamps", help="Show each line's time.")] = False,
-    prefix: Annotated[bool, typer.Option("--prefix/--no-prefix", help="Tag each line with its pod.")] = True,
+    prefix: Annotated[bool, typer.Option("--prefix/--no-prefix", help="Tag each line with its pod (and rank).")] = True,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
 ) -> None:
-    """Print (or follow) the logs of every pod of a TrainJob, merged by time, each line tagged `[pod]`."""
-    keep = Filter(grep)
+    """Print (or follow) the logs of every pod of a TrainJob, merged by time, each line tagged `[pod]`
+    (`[pod rank N]` for what rank N printed)."""
+    if rank is not None and rank < 0:
+        raise errors.ApiError(400, "BadRequest", f"--rank {rank} is negative; MPI ranks count from 0")
+    keep = Filter(grep, rank)
     since_seconds = max(1, round(parse_duration(since, "--since"))) if since is not None else None
     if tail is not None and tail < 0:
         raise errors.ApiError(400, "BadRequest", f"--tail {tail} is negative; use 0 or more lines")
@@ -114,6 +119,8 @@ def logs(
                     f"{': ' + message if message else ''}); use --follow to wait for its logs"
                 )
             printer.write(read_merged(cluster, pods, tail_lines=tail, since_seconds=since_seconds), keep)
+            if rank is not None and not printer.saw_rank:
+                output.info(NO_RANKS)
             return
 
         def list_pods() -> list[str]:
@@ -127,3 +134,5 @@ def logs(
 
         printer.write(follow_merged(cluster, list_pods, job_ended, tail_lines=tail, since_seconds=since_seconds,
                                     on_error=warn), keep)
+        if rank is not None and not printer.saw_rank:
+            output.info(NO_RANKS)

@@ -24,6 +24,7 @@ from mpijob.cli.session import (
 )
 from mpijob.client.api import Cluster, display_name, resource_for
 from mpijob.client.errors import ServerUnavailable, WaitTimeout
+from mpijob.client.logs import stream_pod
 from mpijob.client.phase import job_phase
 from mpijob.client.wait import (
     Outcome,
@@ -62,14 +63,15 @@ def _remaining(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
-def _copy_log(cluster: Cluster, pod: str, out: IO[bytes]) -> None:
-    """Follow one pod's log onto `out` until its container ends."""
-    for chunk in cluster.stream_log(pod):
-        out.write(chunk)
+def _copy_log(cluster: Cluster, pod: str, out: IO[str]) -> None:
+    """Follow one pod's log onto `out` until its container ends: what the ranks printed, without
+    Open MPI's rank tags (`mpijob logs NAME` shows them)."""
+    for line in stream_pod(cluster, pod):
+        out.write(line.text + "\n")
         out.flush()
 
 
-def _stream_in_background(cluster: Cluster, pod: str, out: IO[bytes]) -> threading.Thread:
+def _stream_in_background(cluster: Cluster, pod: str, out: IO[str]) -> threading.Thread:
     def pump() -> None:
         try:
             _copy_log(cluster, pod, out)
@@ -81,7 +83,7 @@ def _stream_in_background(cluster: Cluster, pod: str, out: IO[bytes]) -> threadi
     return thread
 
 
-def follow_job(cluster: Cluster, name: str, timeout: float | None, log_to: IO[bytes] | None = None) -> Outcome:
+def follow_job(cluster: Cluster, name: str, timeout: float | None, log_to: IO[str] | None = None) -> Outcome:
     """Wait for the launcher, stream its log (to stdout unless `log_to`), and return how the job ended."""
     deadline = None if timeout is None else time.monotonic() + timeout
     progress = Progress(name)
@@ -90,7 +92,7 @@ def follow_job(cluster: Cluster, name: str, timeout: float | None, log_to: IO[by
     stream = None
     if launcher is not None:
         output.info(f"trainjob {name}: launcher {launcher['metadata']['name']} started; its log follows")
-        stream = _stream_in_background(cluster, launcher["metadata"]["name"], log_to or sys.stdout.buffer)
+        stream = _stream_in_background(cluster, launcher["metadata"]["name"], log_to or sys.stdout)
     result = wait_for_finish(cluster, name, timeout=_remaining(deadline))
     if stream is not None:
         stream.join(LOG_DRAIN_SECONDS)
@@ -156,7 +158,7 @@ def run(
         name = job["metadata"]["name"]
         cluster.namespace = job["metadata"].get("namespace") or cluster.namespace
         try:
-            result = follow_job(cluster, name, timeout, sys.stderr.buffer if output_format else None)
+            result = follow_job(cluster, name, timeout, sys.stderr if output_format else None)
         except WaitTimeout as exc:
             if output_format:
                 _timed_out(cluster, job, output_format, exc)

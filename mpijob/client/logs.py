@@ -2,7 +2,9 @@
 
 Each pod's log is fetched with `timestamps=true` (the kubelet's RFC 3339 stamp, taken when the line
 was read), so lines from the launcher and the nodes can be merge-sorted into the order they happened.
-The pure part (`parse_line`, `merge`, `Reorder`, `Filter`) needs no server; `read_merged` and
+Lines that Open MPI's output tagging (`--tag-output`, `OMPI_MCA_orte_tag_output=1`, on by default
+on the local cluster) marks `[job,rank]<stdout>:` carry their rank, the tag itself removed.
+The pure part (`parse_line`, `untag`, `merge`, `Reorder`, `Filter`) needs no server; `read_merged` and
 `follow_merged` fetch through a `Cluster` and work the same against the local cluster and a real one.
 """
 
@@ -23,6 +25,7 @@ from mpijob.client.api import CONTAINER, REQUEST_TIMEOUT, Cluster
 from mpijob.client.errors import ServerUnavailable, call
 
 Obj = dict[str, Any]
+_TAG = re.compile(r"\[\d+,(\d+)\]<(stdout|stderr|stddiag)>:")  # Open MPI's output tag: [jobid,rank]<stream>:
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$")
 REORDER_WINDOW = 0.3  # seconds a followed line waits for earlier lines from slower streams
 POD_POLL = 0.5  # seconds between looks for new pods (and the job's end) while following
@@ -45,22 +48,38 @@ def stamp_ns(stamp: str) -> int | None:
 
 @dataclass(frozen=True, order=True)
 class LogLine:
-    """One line of one pod; ordered by time, then pod, then position in that pod's log."""
+    """One line of one pod; ordered by time, then pod, then position in that pod's log.
+    `rank` is the MPI rank that wrote it when Open MPI tagged it, else None."""
 
     ns: int
     pod: str
     seq: int
     stamp: str = field(compare=False)
     text: str = field(compare=False)
+    rank: int | None = field(default=None, compare=False)
 
 
-def parse_line(pod: str, raw: str, seq: int = 0, previous_ns: int = 0) -> LogLine:
-    """A `timestamps=true` log line; a line without a stamp keeps the previous line's time."""
+def untag(text: str) -> list[tuple[int | None, str]]:
+    """`(rank, text)` pieces of one line of Open MPI tagged output; `(None, text)` for an untagged line.
+
+    A rank that prints without a newline is followed on the same line by the next rank's tag, so a
+    line can hold several pieces."""
+    tags = list(_TAG.finditer(text))
+    if not tags:
+        return [(None, text)]
+    pieces: list[tuple[int | None, str]] = [(None, text[: tags[0].start()])] if tags[0].start() else []
+    for tag, after in zip(tags, tags[1:] + [None]):
+        pieces.append((int(tag[1]), text[tag.end(): after.start() if after else len(text)]))
+    return pieces
+
+
+def parse_line(pod: str, raw: str, seq: int = 0, previous_ns: int = 0) -> list[LogLine]:
+    """A `timestamps=true` log line, split into its ranks' pieces; a line without a stamp keeps the
+    previous line's time."""
     head, sep, rest = raw.partition(" ")
     ns = stamp_ns(head) if sep or head else None
-    if ns is None:
-        return LogLine(previous_ns, pod, seq, "", raw)
-    return LogLine(ns, pod, seq, head, rest)
+    stamp, text = ("", raw) if ns is None else (head, rest)
+    return [LogLine(previous_ns if ns is None else ns, pod, seq, stamp, piece, rank) for rank, piece in untag(text)]
 
 
 def parse_log(pod: str, text: str) -> list[LogLine]:
@@ -68,9 +87,8 @@ def parse_log(pod: str, text: str) -> list[LogLine]:
     out: list[LogLine] = []
     last = 0
     for seq, raw in enumerate(text.splitlines()):
-        line = parse_line(pod, raw, seq, last)
-        last = line.ns
-        out.append(line)
+        out += parse_line(pod, raw, seq, last)
+        last = out[-1].ns
     return out
 
 
@@ -80,9 +98,11 @@ def merge(logs: dict[str, str]) -> list[LogLine]:
 
 
 class Filter:
-    """`--grep PATTERN`: keep the lines whose text matches a regular expression."""
+    """`--grep PATTERN` and `--rank N`: keep the lines whose text matches a regular expression and
+    that rank `rank` wrote."""
 
-    def __init__(self, pattern: str | None) -> None:
+    def __init__(self, pattern: str | None, rank: int | None = None) -> None:
+        self.rank = rank
         try:
             self.regex = re.compile(pattern) if pattern else None
         except re.error as exc:
@@ -90,7 +110,8 @@ class Filter:
                            "quote it for the shell and escape special characters, e.g. --grep 'loss=\\d'") from None
 
     def __call__(self, line: LogLine) -> bool:
-        return self.regex is None or self.regex.search(line.text) is not None
+        return ((self.rank is None or line.rank == self.rank)
+                and (self.regex is None or self.regex.search(line.text) is not None))
 
 
 class Reorder:
@@ -164,11 +185,11 @@ def stream_pod(cluster: Cluster, pod: str, namespace: str | None = None, tail_li
             pending += chunk
             *complete, pending = pending.split(b"\n")
             for raw in complete:
-                line = parse_line(pod, raw.decode("utf-8", "replace"), seq, last)
-                seq, last = seq + 1, line.ns
-                yield line
+                lines = parse_line(pod, raw.decode("utf-8", "replace"), seq, last)
+                seq, last = seq + 1, lines[-1].ns
+                yield from lines
         if pending:
-            yield parse_line(pod, pending.decode("utf-8", "replace"), seq, last)
+            yield from parse_line(pod, pending.decode("utf-8", "replace"), seq, last)
     finally:
         resp.release_conn()
 

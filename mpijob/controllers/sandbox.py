@@ -35,13 +35,15 @@ SSHD = shutil.which("sshd", path="/usr/sbin:/usr/bin:/sbin:/bin") or "/usr/sbin/
 STAGE = Path("/run/mpijob-stage")  # mount point for the _reachable() staging binds, inside pods only
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Local-cluster additions to every pod's environment (a trainer.env entry of the same name wins):
-# MPI traffic stays on loopback, and an aborting job kills its ranks at once rather than after a
-# grace period, so a failed rank fails the whole job within the 2 seconds the local cluster promises.
+# MPI traffic stays on loopback; an aborting job kills its ranks at once rather than after a grace
+# period, so a failed rank fails the whole job within the 2 seconds the local cluster promises; and
+# mpirun tags each output line with its rank (`[1,3]<stdout>:`), which `mpijob logs --rank` reads.
 LOCAL_MCA = {
     "OMPI_MCA_btl_tcp_if_include": "lo",
     "OMPI_MCA_oob_tcp_if_include": "lo",
     "PRTE_MCA_oob_tcp_if_include": "lo",
     "OMPI_MCA_odls_base_sigkill_timeout": "0",
+    "OMPI_MCA_orte_tag_output": "1",
 }
 
 

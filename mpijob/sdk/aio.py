@@ -25,6 +25,7 @@ from kubernetes.config import load_kube_config
 from mpijob.client.api import REQUEST_TIMEOUT, event_time
 from mpijob.client.config import Target, resolve
 from mpijob.client.errors import from_api_exception
+from mpijob.client.logs import untag
 from mpijob.client.phase import finished, pod_phase
 from mpijob.sdk import waiting
 from mpijob.sdk.client import JOB_LABEL, MERGE_PATCH, is_job_event, trainjob_object
@@ -190,9 +191,10 @@ class AsyncClient:
                 raise Timeout(f"trainjob {name!r}: launcher not started after {timeout:g}s", reason="Timeout")
             await asyncio.sleep(waiting.DEFAULT_POLL)
 
-    async def logs(self, name: str, follow: bool = False, pod: str | None = None,
+    async def logs(self, name: str, follow: bool = False, pod: str | None = None, rank: int | None = None,
                    timeout: float | None = 600) -> AsyncIterator[str]:
-        """`async for line in c.logs(name, follow=True)`: the launcher's (or `pod`'s) log lines."""
+        """`async for line in c.logs(name, follow=True)`: the launcher's (or `pod`'s) log lines, without
+        Open MPI's rank tags; `rank=N` keeps what rank N printed."""
         await self.get(name)
         target = pod or await self._launcher(name, follow, timeout)
         path = f"/api/v1/namespaces/{self.namespace}/pods/{target}/log"
@@ -205,7 +207,9 @@ class AsyncClient:
                     await resp.aread()
                     raise status_error(resp.status_code, resp.reason_phrase, resp.text)
                 async for line in resp.aiter_lines():
-                    yield line
+                    for piece_rank, text in untag(line):
+                        if rank is None or piece_rank == rank:
+                            yield text
         except httpx.TransportError as exc:
             raise ServerUnavailable(f"log stream of {target} from {self._conf.host} broke: {exc}",
                                     reason="ServiceUnavailable") from exc

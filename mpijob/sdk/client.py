@@ -16,6 +16,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from mpijob.client.api import Cluster, event_time
 from mpijob.client.config import resolve
+from mpijob.client.logs import parse_log, read_pod, stream_pod
 from mpijob.sdk import waiting
 from mpijob.sdk.errors import NotFound, Timeout, translate
 from mpijob.sdk.trainjob import TrainJob
@@ -61,18 +62,6 @@ def is_job_event(event: Obj, name: str, pods: set[str]) -> bool:
     if kind == "Workload":
         return oname.startswith(f"trainjob-{name}-")
     return False
-
-
-def lines_of(chunks: Iterator[bytes]) -> Iterator[str]:
-    """Split a byte stream into text lines (without newlines), the last one even if unterminated."""
-    rest = b""
-    for chunk in chunks:
-        rest += chunk
-        *complete, rest = rest.split(b"\n")
-        for line in complete:
-            yield line.decode("utf-8", "replace")
-    if rest:
-        yield rest.decode("utf-8", "replace")
 
 
 class Client:
@@ -151,20 +140,21 @@ class Client:
             time.sleep(poll)
 
     @sdk_errors
-    def logs(self, name: str, follow: bool = False, pod: str | None = None, timeout: float | None = 600
-             ) -> Iterator[str]:
-        """The lines of the launcher's log (or of `pod`); `follow=True` waits for the launcher to start and
-        streams until it ends. Lines come without their newline."""
+    def logs(self, name: str, follow: bool = False, pod: str | None = None, rank: int | None = None,
+             timeout: float | None = 600) -> Iterator[str]:
+        """The lines of the launcher's log (or of `pod`), without Open MPI's rank tags; `rank=N` keeps
+        what rank N printed. `follow=True` waits for the launcher to start and streams until it ends.
+        Lines come without their newline."""
         self._cluster.get_trainjob(name, self.namespace)  # NotFound now, not on the first next()
-        return self._log_lines(name, follow, pod, timeout)
+        return self._log_lines(name, follow, pod, rank, timeout)
 
-    def _log_lines(self, name: str, follow: bool, pod: str | None, timeout: float | None) -> Iterator[str]:
+    def _log_lines(self, name: str, follow: bool, pod: str | None, rank: int | None, timeout: float | None
+                   ) -> Iterator[str]:
         try:
             target = pod or self._launcher(name, follow, timeout)
-            if follow:
-                yield from lines_of(self._cluster.stream_log(target, self.namespace))
-            else:
-                yield from self._cluster.read_log(target, self.namespace).splitlines()
+            lines = (stream_pod(self._cluster, target, self.namespace) if follow
+                     else parse_log(target, read_pod(self._cluster, target, self.namespace)))
+            yield from (line.text for line in lines if rank is None or line.rank == rank)
         except Exception as exc:
             mapped = translate(exc)
             if mapped is exc:

@@ -133,7 +133,7 @@ def test_wait_on_a_failing_job_exits_job_failed_and_its_logs_stay(mpijob: Invoke
     assert mpijob_proc("wait", "wl-fail", "--for", "finished").exit_code == Exit.OK
     logs = mpijob_proc("logs", "wl-fail")
     assert logs.exit_code == 0
-    assert re.search(r"^\[wl-fail-launcher-0-0-\w+\] rank \d says bye$", logs.stdout, re.M), logs.stdout
+    assert re.search(r"^\[wl-fail-launcher-0-0-\w+ rank (\d)\] rank \1 says bye$", logs.stdout, re.M), logs.stdout
     assert mpijob("delete", "trainjob", "wl-fail").exit_code == 0
 
 
@@ -198,3 +198,43 @@ def test_queue_position_of_a_waiting_job_comes_from_the_visibility_api(
             http.delete(f"{kueue}/namespaces/default/localqueues/wl-lq")
             http.delete(f"{kueue}/clusterqueues/wl-full")
             http.delete(f"{kueue}/resourceflavors/wl-flavor")
+
+
+def test_logs_rank_shows_one_ranks_lines_from_open_mpi_output_tagging(mpijob: Invoke, mpijob_proc: Invoke,
+                                                                        tmp_path: Path) -> None:
+    cmd = ["mpirun", "bash", "-c", 'echo "hello from $OMPI_COMM_WORLD_RANK"; echo "oops $OMPI_COMM_WORLD_RANK" >&2; '
+           'printf "no newline $OMPI_COMM_WORLD_RANK"']
+    assert mpijob("create", "-f", str(_job(tmp_path, "wl-rank", cmd, nodes=3))).exit_code == 0
+    try:
+        assert mpijob_proc("wait", "wl-rank", "--timeout", "3m").exit_code == Exit.OK
+        one = mpijob_proc("logs", "wl-rank", "--rank", "1")
+        assert one.exit_code == 0, one.stderr
+        assert sorted(re.sub(r"^\[wl-rank-launcher-0-0-\w+ rank 1\] ", "", line) for line in one.stdout.splitlines()
+                      ) == ["hello from 1", "no newline 1", "oops 1"], one.stdout  # stdout and stderr, tags gone
+        bare = mpijob_proc("logs", "wl-rank", "--rank", "2", "--no-prefix", "--grep", "hello")
+        assert bare.stdout == "hello from 2\n", bare.stdout
+        merged = mpijob_proc("logs", "wl-rank").stdout
+        assert {int(r) for r in re.findall(r"^\[wl-rank-launcher-0-0-\w+ rank (\d)\] hello from \1$", merged, re.M)
+                } == {0, 1, 2}, merged
+        assert "<stdout>" not in merged and "<stderr>" not in merged
+        assert mpijob_proc("logs", "wl-rank", "--rank", "7").stdout == ""
+        assert mpijob_proc("logs", "wl-rank", "--rank", "-1").exit_code == Exit.INVALID
+    finally:
+        mpijob("delete", "trainjob", "wl-rank")
+
+
+def test_logs_rank_explains_when_output_tagging_was_off(mpijob: Invoke, mpijob_proc: Invoke, tmp_path: Path) -> None:
+    path = _job(tmp_path, "wl-untagged", ["mpirun", "bash", "-c", 'echo "plain $OMPI_COMM_WORLD_RANK"'])
+    job = yaml.safe_load(path.read_text())
+    job["spec"]["trainer"]["env"] = [{"name": "OMPI_MCA_orte_tag_output", "value": "0"}]  # the user's choice wins
+    path.write_text(yaml.safe_dump(job))
+    assert mpijob("create", "-f", str(path)).exit_code == 0
+    try:
+        assert mpijob_proc("wait", "wl-untagged", "--timeout", "3m").exit_code == Exit.OK
+        r = mpijob_proc("logs", "wl-untagged", "--rank", "0")
+        assert r.exit_code == 0 and r.stdout == ""
+        assert "output tagging was off" in r.stderr and "--tag-output" in r.stderr, r.stderr
+        assert re.search(r"^\[wl-untagged-launcher-0-0-\w+\] plain 0$", mpijob_proc("logs", "wl-untagged").stdout,
+                         re.M)
+    finally:
+        mpijob("delete", "trainjob", "wl-untagged")

@@ -6,7 +6,7 @@ import pytest
 
 from mpijob.api.errors import ApiError
 from mpijob.cli.logs_cmd import Printer
-from mpijob.client.logs import Filter, LogLine, Reorder, merge, parse_line, stamp_ns
+from mpijob.client.logs import Filter, LogLine, Reorder, merge, parse_line, stamp_ns, untag
 from mpijob.client.wait import Snapshot, _reached, parse_duration
 
 
@@ -34,7 +34,28 @@ def test_merge_orders_lines_of_every_pod_by_time() -> None:
 def test_equal_stamps_keep_each_pods_own_order_and_unstamped_lines_follow_their_predecessor() -> None:
     logs = {"b": "2026-01-01T00:00:01Z b1\n2026-01-01T00:00:01Z b2\n", "a": "2026-01-01T00:00:01Z a1\ncontinued\n"}
     assert [ln.text for ln in merge(logs)] == ["a1", "continued", "b1", "b2"]
-    assert parse_line("p", "no stamp here", 3, 42) == LogLine(42, "p", 3, "", "no stamp here")
+    assert parse_line("p", "no stamp here", 3, 42) == [LogLine(42, "p", 3, "", "no stamp here")]
+
+
+def test_open_mpi_rank_tags_become_ranks_and_leave_the_text() -> None:
+    # exactly what Open MPI 4.1 `mpirun --tag-output` writes, including a rank that printed no newline
+    assert untag("[1,0]<stdout>:pi ~= 3.14") == [(0, "pi ~= 3.14")]
+    assert untag("[1,12]<stderr>:Traceback") == [(12, "Traceback")]
+    assert untag("[1,0]<stdout>:partial[1,1]<stdout>:out 1") == [(0, "partial"), (1, "out 1")]
+    assert untag("mpirun noticed that process rank 1 exited") == [(None, "mpirun noticed that process rank 1 exited")]
+    assert untag("[1,3]<stdout>:") == [(3, "")]
+    lines = parse_line("launcher", "2026-01-01T00:00:01Z [1,2]<stdout>:step 1", 4)
+    assert [(ln.rank, ln.text, ln.stamp, ln.seq) for ln in lines] == [(2, "step 1", "2026-01-01T00:00:01Z", 4)]
+
+
+def test_rank_filter_keeps_one_ranks_lines_and_the_printer_names_pod_and_rank() -> None:
+    merged = merge({"pi-launcher": "2026-01-01T00:00:01Z [1,0]<stdout>:zero\n2026-01-01T00:00:02Z [1,1]<stdout>:one\n"
+                                   "2026-01-01T00:00:03Z plain\n"})
+    assert [ln.text for ln in merged if Filter(None, rank=1)(ln)] == ["one"]
+    assert [ln.text for ln in merged if Filter("one", rank=0)(ln)] == []
+    printer = Printer(prefix=True, timestamps=False, colour=False)
+    assert [printer.format(ln) for ln in merged] == ["[pi-launcher rank 0] zero", "[pi-launcher rank 1] one",
+                                                     "[pi-launcher] plain"]
 
 
 def test_reorder_holds_lines_for_the_window_then_releases_in_time_order() -> None:

@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 import httpx
 import yaml
 
+from mpijob.client.logs import untag
+
 KUBECTL = "/usr/bin/kubectl"
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
 JOBSET = "jobset.sigs.k8s.io/jobset-name"
@@ -145,10 +147,19 @@ def launcher_of(pods: list[Obj]) -> Obj:
     return launchers[0]
 
 
-def pod_log(c: httpx.Client, pod: str, namespace: str = "default", **params: Any) -> str:
+def pod_log(c: httpx.Client, pod: str, namespace: str = "default", raw: bool = False, **params: Any) -> str:
+    """A pod's log as the ranks printed it: Open MPI's rank tags (on by default on the local cluster)
+    removed, unless `raw`."""
     r = c.get(f"/api/v1/namespaces/{namespace}/pods/{pod}/log", params=params)
     assert r.status_code == 200, r.text
-    return r.text
+    return r.text if raw else untagged(r.text)
+
+
+def untagged(text: str) -> str:
+    """`[1,0]<stdout>:hello` → `hello`, line by line (a rank's unterminated piece gets its own line)."""
+    return "".join("\n".join(piece for _, piece in untag(line)) + end
+                   for line, end in ((ln.rstrip("\n"), "\n" if ln.endswith("\n") else "")
+                                     for ln in text.splitlines(keepends=True)))
 
 
 def section(text: str, marker: str) -> str:

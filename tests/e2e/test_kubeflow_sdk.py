@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import yaml
-from e2e_support import trainjob
+from e2e_support import trainjob, untagged
 from kubeflow.common.types import KubernetesBackendConfig
 from kubeflow.trainer import CustomTrainer, TrainerClient
 from kubernetes import client as k8s_client
@@ -52,7 +52,7 @@ def test_sdk_lists_and_inspects_a_job_created_with_kubectl(trainer: TrainerClien
     assert SOURCE in [j.name for j in trainer.list_jobs()]
     launcher = next(s for s in trainer.get_job(SOURCE).steps if s.name == "node-0")  # MPI: node-0 = launcher
     assert f"{SOURCE}-launcher-" in launcher.pod_name
-    lines = list(trainer.get_job_logs(SOURCE))
+    lines = untagged("\n".join(trainer.get_job_logs(SOURCE))).splitlines()
     assert sorted(line for line in lines if line.startswith("src rank=")) == ["src rank=0", "src rank=1"], lines
 
 
@@ -61,7 +61,7 @@ def test_sdk_train_with_a_custom_trainer_on_the_mpi_runtime(trainer: TrainerClie
     try:
         job = trainer.wait_for_job_status(name, {"Complete"}, timeout=120, polling_interval=1)
         assert job.status == "Complete"
-        logs = "\n".join(trainer.get_job_logs(name))
+        logs = untagged("\n".join(trainer.get_job_logs(name)))
         ranks = re.findall(r"^sdk-rank (\d) of 2 on (\S+)$", logs, re.MULTILINE)
         assert sorted(r[0] for r in ranks) == ["0", "1"], logs
         assert {r[1] for r in ranks} == {f"{name}-node-0-0", f"{name}-launcher-0-0"}

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from e2e_support import TRAINER, job_pods, wait_for
+from e2e_support import TRAINER, job_pods, untagged, wait_for
 from kubeflow.common.types import KubernetesBackendConfig
 from kubeflow.trainer import CustomTrainer, TrainerClient
 from kubernetes import client as k8s_client
@@ -64,7 +64,8 @@ def test_sdk_observes_a_train_job_from_running_to_deleted(trainer: TrainerClient
         assert during.status == "Running", during
         assert {s.name for s in during.steps} == {"node-0", "node-1"}, during.steps  # launcher = node-0
 
-        followed = list(trainer.get_job_logs(name, follow=True))  # ends when the launcher's container ends
+        # ends when the launcher's container ends; each line keeps Open MPI's rank tag
+        followed = untagged("\n".join(trainer.get_job_logs(name, follow=True))).splitlines()
         assert sorted(line for line in followed if line.startswith("slow-done")) == \
             ["slow-done rank 0", "slow-done rank 1"], followed
         assert sorted(line for line in followed if line.startswith("slow-start")) == \
@@ -74,7 +75,7 @@ def test_sdk_observes_a_train_job_from_running_to_deleted(trainer: TrainerClient
         assert done.status == "Complete"
         assert trainer.get_job(name).status == "Complete"
 
-        logs = list(trainer.get_job_logs(name))
+        logs = untagged("\n".join(trainer.get_job_logs(name))).splitlines()
         assert [line for line in logs if line.startswith("slow-")] == \
             [line for line in followed if line.startswith("slow-")], (logs, followed)
 

@@ -65,6 +65,7 @@ def test_logs_events_suspend_resume(server: ServerInfo) -> None:
                 after = [line async for line in c.logs("sdk-aio-logs")]
                 assert [x for x in after if x.startswith("sdk rank=")] == \
                     [x for x in followed if x.startswith("sdk rank=")]
+                assert [line async for line in c.logs("sdk-aio-logs", rank=0)] == ["sdk rank=0 of 2"]
                 events = await c.events("sdk-aio-logs")
                 assert "TrainJob" in {e["involvedObject"]["kind"] for e in events}
             finally:

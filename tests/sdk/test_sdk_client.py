@@ -29,6 +29,7 @@ def test_create_get_list_wait_logs_events_delete(client: Client) -> None:
     lines = list(client.logs("sdk-life"))
     assert sorted(line for line in lines if line.startswith("sdk rank=")) == ["sdk rank=0 of 2", "sdk rank=1 of 2"]
     assert all("\n" not in line for line in lines)
+    assert list(client.logs("sdk-life", rank=1)) == ["sdk rank=1 of 2"]  # Open MPI's tags, read and removed
 
     events = client.events("sdk-life")
     kinds = {e["involvedObject"]["kind"] for e in events}
