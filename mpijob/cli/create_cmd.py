@@ -65,17 +65,18 @@ def load_all(files: list[str]) -> list[Obj]:
     return objects
 
 
-def imperative_trainjob(words: list[str], **fields: Any) -> Obj:
+def imperative_trainjob(words: list[str], verb: str = "create", **fields: Any) -> Obj:
     """`trainjob NAME COMMAND ARGS…` plus the flags' values as the TrainJob `builder` makes."""
+    usage = f"mpijob {verb} trainjob NAME [flags] -- COMMAND ARGS…"
     if words[0].lower() not in TRAINJOB_NAMES:
-        raise UsageError(f"cannot create {words[0]!r} from flags; use: mpijob create trainjob NAME [flags] -- "
-                         "COMMAND ARGS… (or -f FILE for any kind)")
+        raise UsageError(f"cannot {verb} {words[0]!r} from flags; use: {usage} (or -f FILE)")
     if len(words) < 2:
-        raise UsageError("missing the TrainJob's name; use: mpijob create trainjob NAME [flags] -- COMMAND ARGS…")
+        raise UsageError(f"missing the TrainJob's name; use: {usage}")
     return builder.build_trainjob(words[1], command=words[2:] or None, **fields)
 
 
-def objects_to_create(filename: list[str] | None, words: list[str] | None, **fields: Any) -> list[Obj]:
+def objects_to_create(filename: list[str] | None, words: list[str] | None, verb: str = "create",
+                      **fields: Any) -> list[Obj]:
     """The objects of `-f FILE…`, or the one TrainJob of the imperative form; never both."""
     flags = [FLAGS.get(k, f"--{k.replace('_', '-')}") for k, v in fields.items()
              if v not in (None, [], builder.DEFAULT_RUNTIME)]
@@ -87,8 +88,8 @@ def objects_to_create(filename: list[str] | None, words: list[str] | None, **fie
                              "edit the file instead")
         return load_all(filename)
     if not words:
-        raise UsageError("nothing to create; use -f FILE, or: mpijob create trainjob NAME [flags] -- COMMAND ARGS…")
-    return [imperative_trainjob(words, **fields)]
+        raise UsageError(f"nothing to {verb}; use -f FILE, or: mpijob {verb} trainjob NAME [flags] -- COMMAND ARGS…")
+    return [imperative_trainjob(words, verb, **fields)]
 
 
 def _defined_earlier(obj: Obj, earlier: list[Obj]) -> bool:

@@ -1,4 +1,5 @@
-"""`mpijob run -f FILE`: create a TrainJob, show its progress, stream the launcher, exit with its fate."""
+"""`mpijob run -f FILE` (or `run trainjob NAME … -- COMMAND`): create a TrainJob, show its progress,
+stream the launcher, exit with its fate."""
 
 from __future__ import annotations
 
@@ -12,7 +13,22 @@ import typer
 
 from mpijob.api import errors
 from mpijob.cli import output
-from mpijob.cli.create_cmd import FileOpt, create_all, load_all
+from mpijob.cli.create_cmd import (
+    CpuOpt,
+    EnvOpt,
+    GpusOpt,
+    ImageOpt,
+    MemoryOpt,
+    NodesOpt,
+    OptFileOpt,
+    PriorityOpt,
+    ProcsOpt,
+    QueueOpt,
+    RuntimeOpt,
+    WordsArg,
+    create_all,
+    objects_to_create,
+)
 from mpijob.cli.exitcodes import Exit, UsageError
 from mpijob.cli.session import (
     ContextOpt,
@@ -22,6 +38,7 @@ from mpijob.cli.session import (
     globals_of,
     handles_errors,
 )
+from mpijob.client import builder
 from mpijob.client.api import Cluster, display_name, resource_for
 from mpijob.client.errors import ServerUnavailable, WaitTimeout
 from mpijob.client.logs import stream_pod
@@ -118,7 +135,18 @@ def _timed_out(cluster: Cluster, job: Obj, fmt: str, exc: WaitTimeout) -> None:
 @handles_errors
 def run(
     ctx: typer.Context,
-    filename: FileOpt,
+    words: WordsArg = None,
+    filename: OptFileOpt = None,
+    nodes: NodesOpt = None,
+    procs_per_node: ProcsOpt = None,
+    gpus: GpusOpt = None,
+    cpu: CpuOpt = None,
+    memory: MemoryOpt = None,
+    env: EnvOpt = None,
+    queue: QueueOpt = None,
+    priority: PriorityOpt = None,
+    runtime: RuntimeOpt = builder.DEFAULT_RUNTIME,
+    image: ImageOpt = None,
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Give up after this many seconds "
                                                      "(exit 7; the job keeps running).", show_default=False)] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Delete an existing TrainJob of the same name "
@@ -130,14 +158,17 @@ def run(
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
 ) -> None:
-    """Create the TrainJob in FILE, stream its launcher's log; exit 0 if it Completes, 1 if it Fails."""
+    """Create the TrainJob in FILE (or from flags: `mpijob run trainjob NAME --nodes 4 -- mpirun python
+    x.py`), stream its launcher's log; exit 0 if it Completes, 1 if it Fails."""
     if output_format is not None and output_format not in ("json", "yaml"):
         raise UsageError(f"run --output {output_format!r} is not supported; use json or yaml")
-    objects = load_all(filename)
+    objects = objects_to_create(filename, words, "run", num_nodes=nodes, num_proc_per_node=procs_per_node,
+                                gpus=gpus, cpu=cpu, memory=memory, env=env, queue=queue, priority=priority,
+                                runtime=runtime, image=image)
     jobs = [o for o in objects if isinstance(o, dict) and o.get("kind") == "TrainJob"]
     if len(jobs) != 1:
         raise errors.ApiError(
-            400, "BadRequest", f"run needs exactly one TrainJob in {', '.join(filename)}, found {len(jobs)}; "
+            400, "BadRequest", f"run needs exactly one TrainJob in {', '.join(filename or [])}, found {len(jobs)}; "
             "use `mpijob create -f` for several"
         )
     with connect(ctx, kubeconfig, context, namespace) as cluster:

@@ -67,6 +67,24 @@ def test_run_pi_prints_pi(mpijob_proc: Invoke, tmp_path: Path) -> None:
     assert mpijob_proc("delete", "trainjob", "e2e-pi").exit_code == 0
 
 
+def test_run_trainjob_from_flags_streams_the_ranks_and_prints_json(mpijob_proc: Invoke) -> None:
+    r = mpijob_proc("run", "trainjob", "e2e-flags", "--nodes", "2", "--env", "WHO=flags", "-o", "json",
+                    "--timeout", "180", "--", "mpirun", "bash", "-c", 'echo "$WHO rank $OMPI_COMM_WORLD_RANK"')
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)  # stdout holds only the summary
+    assert (out["name"], out["namespace"], out["status"]) == ("e2e-flags", "default", "Succeeded"), r.stdout
+    assert sorted(re.findall(r"^flags rank (\d)$", r.stderr, re.M)) == ["0", "1"], r.stderr  # -o json: log → stderr
+    got = json.loads(mpijob_proc("get", "trainjob", "e2e-flags", "-o", "json").stdout)
+    assert got["spec"]["trainer"]["numNodes"] == 2 and got["spec"]["runtimeRef"]["name"] == "mpi-distributed"
+    again = mpijob_proc("run", "trainjob", "e2e-flags", "--replace", "--timeout", "180", "--", "mpirun", "true")
+    assert again.exit_code == 0 and "deleted the previous run" in again.stderr, again.stderr
+    assert mpijob_proc("delete", "trainjob", "e2e-flags").exit_code == 0
+    missing = mpijob_proc("run", "trainjob")
+    assert missing.exit_code == 2 and "mpijob run trainjob NAME" in missing.stderr, missing.stderr
+    both = mpijob_proc("run", "trainjob", "x", "-f", "examples/hello.yaml", "--", "true")
+    assert both.exit_code == 2 and "not both" in both.stderr
+
+
 def test_run_a_failing_job_exits_1_with_the_reason(mpijob_proc: Invoke, tmp_path: Path) -> None:
     job: dict[str, Any] = example("hello.yaml")
     job["spec"]["trainer"]["numNodes"] = 2
