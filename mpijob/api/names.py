@@ -11,6 +11,7 @@ import re
 
 TRAINER_GROUP = "trainer.kubeflow.org"
 TRAINER_API_VERSION = f"{TRAINER_GROUP}/v1alpha1"
+MAX_ENV = 128  # the CRD's maxItems for trainer.env
 
 # replicatedJob and container names (Trainer constants.Node / constants.Launcher)
 NODE = "node"

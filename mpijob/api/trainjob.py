@@ -8,13 +8,13 @@ from typing import Any
 
 from mpijob.api import names as n
 from mpijob.api.errors import Cause, invalid
+from mpijob.api.names import MAX_ENV
 from mpijob.api.quantity import is_quantity
 from mpijob.api.schema import show
 
 # Every node is a real sshd plus a process group on this one machine; past 64 a single host runs out of
 # sensible capacity long before MPI does, and such jobs belong on a real cluster (`--context`).
 MAX_NUM_NODES = 64
-MAX_ENV = 128  # the CRD's maxItems for trainer.env
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 MANAGED_BY = ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue")
 IMMUTABLE = ("runtimeRef", "trainer", "initializer", "activeDeadlineSeconds", "managedBy")

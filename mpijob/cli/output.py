@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mpijob.api.errors import ApiError
+from mpijob.client.errors import CREDENTIALS_HINT
 
 Obj = dict[str, Any]
 FORMATS = ("json", "yaml", "wide", "name")
@@ -40,8 +41,7 @@ def error(exc: BaseException) -> None:
     """The message and, for API errors, one `* field: message` line per cause (kubectl's shape)."""
     lines = [f"error: {exc}"]
     if isinstance(exc, ApiError) and exc.code == 401:
-        lines[0] += (" (the server rejected the kubeconfig's credentials; use a current kubeconfig — for the "
-                     "local cluster `mpijob kubeconfig` prints its path)")
+        lines[0] += f" ({CREDENTIALS_HINT})"
     if isinstance(exc, ApiError) and exc.causes:
         if " is invalid: " in exc.message:  # the causes below repeat what follows, as kubectl prints it
             lines = [f"error: {exc.message.split(' is invalid: ')[0]} is invalid:"]

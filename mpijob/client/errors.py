@@ -63,6 +63,8 @@ def from_api_exception(exc: ApiException) -> ApiError:
     )
 
 
+CREDENTIALS_HINT = ("the server rejected the kubeconfig's credentials; use a current kubeconfig — for the local "
+                    "cluster `mpijob kubeconfig` prints its path")
 P = ParamSpec("P")
 R = TypeVar("R")
 

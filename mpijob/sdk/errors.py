@@ -11,7 +11,7 @@ from typing import Any
 
 from mpijob.api.errors import ApiError, Cause
 from mpijob.client.errors import ServerUnavailable as _TransportError
-from mpijob.client.errors import WaitTimeout
+from mpijob.client.errors import CREDENTIALS_HINT, WaitTimeout
 
 
 class MpijobError(Exception):
@@ -97,7 +97,7 @@ def from_api_error(err: ApiError) -> MpijobError:
         cls = ServerUnavailable
     else:
         cls = InvalidInput
-    return cls(err.message, **kw)
+    return cls(f"{err.message} ({CREDENTIALS_HINT})" if err.code == 401 else err.message, **kw)
 
 
 def translate(exc: BaseException) -> BaseException:

@@ -34,7 +34,8 @@ def test_status_maps_to_the_exit_code_category(code: int, reason: str, message: 
     causes = [Cause("spec.x", "Invalid value: 1")]
     err = errors.from_api_error(ApiError(code, reason, message, causes=causes))
     assert type(err) is cls and err.exit_code == exit_code
-    assert (err.code, err.reason, err.message, err.causes) == (code, reason, message, causes)
+    assert (err.code, err.reason, err.causes) == (code, reason, causes)
+    assert err.message.startswith(message) and ("mpijob kubeconfig" in err.message) == (code == 401)  # the fix
     assert isinstance(err, errors.MpijobError)
 
 

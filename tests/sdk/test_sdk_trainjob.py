@@ -11,6 +11,7 @@ from sdk_support import trainjob_schema
 
 import mpijob
 from mpijob import TrainJob
+from mpijob.client.builder import build_trainjob
 from mpijob.sdk.errors import InvalidInput
 
 
@@ -24,7 +25,8 @@ def test_to_object_is_an_upstream_trainjob_with_kueue_labels() -> None:
     assert obj["apiVersion"] == "trainer.kubeflow.org/v1alpha1" and obj["kind"] == "TrainJob"
     assert obj["metadata"] == {"name": "pi", "namespace": "ml", "labels": {
         "app": "pi", "kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "high"}}
-    assert obj["spec"]["runtimeRef"] == {"name": "mpi-distributed"}
+    assert obj["spec"]["runtimeRef"] == {"name": "mpi-distributed", "apiGroup": "trainer.kubeflow.org",
+                                         "kind": "ClusterTrainingRuntime"}
     assert obj["spec"]["trainer"] == {
         "image": "mpioperator/mpi-pi:openmpi", "command": ["mpirun", "python", "pi.py"], "args": ["--steps", "10"],
         "env": [{"name": "A", "value": "1"}], "numNodes": 4, "numProcPerNode": 2,
@@ -36,7 +38,8 @@ def test_minimal_job_leaves_everything_to_the_runtime() -> None:
     obj = TrainJob(name="x", runtime="deepspeed-distributed").to_object()
     jsonschema.validate(obj, trainjob_schema())
     assert obj == {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "x"},
-                   "spec": {"runtimeRef": {"name": "deepspeed-distributed"}}}
+                   "spec": {"runtimeRef": {"name": "deepspeed-distributed", "apiGroup": "trainer.kubeflow.org",
+                                           "kind": "ClusterTrainingRuntime"}}}
 
 
 def test_builder_is_frozen_and_exported_lazily() -> None:
@@ -56,8 +59,7 @@ def test_builder_is_frozen_and_exported_lazily() -> None:
     [
         ({"name": "Pi"}, "metadata.name", "RFC 1035"),
         ({"name": "a" * 64}, "metadata.name", "has 64 characters"),
-        ({"name": "x", "num_nodes": 0}, "spec.trainer.numNodes", "1..64"),
-        ({"name": "x", "num_nodes": 65}, "spec.trainer.numNodes", "1..64"),
+        ({"name": "x", "num_nodes": 0}, "spec.trainer.numNodes", "at least 1"),
         ({"name": "x", "num_nodes": "four"}, "spec.trainer.numNodes", "'four'"),
         ({"name": "x", "num_proc_per_node": 0}, "spec.trainer.numProcPerNode", "at least 1"),
         ({"name": "x", "env": {"OMPI_MCA_orte_default_hostfile": "/x"}}, "spec.trainer.env", "reserved"),
@@ -68,6 +70,12 @@ def test_builder_is_frozen_and_exported_lazily() -> None:
         ({"name": "x", "queue": "bad queue"}, "metadata.labels[kueue.x-k8s.io/queue-name]", "LocalQueue"),
         ({"name": "x", "namespace": "Bad_NS"}, "metadata.namespace", "namespace name"),
         ({"name": "x", "nodes": 4}, "nodes", "unknown field"),
+        ({"name": "x", "env": {f"V{i}": "1" for i in range(129)}}, "spec.trainer.env", "at most 128"),
+        ({"name": "x", "resources_per_node": {"nvidia.com/gpu": "0.5"}}, "spec.trainer.resourcesPerNode",
+         "whole units"),
+        ({"name": "x", "labels": {"bad key!": "v"}}, "metadata.labels", "not a label key"),
+        ({"name": "x", "queue": "a", "labels": {"kueue.x-k8s.io/queue-name": "b"}},
+         "metadata.labels[kueue.x-k8s.io/queue-name]", "labels['kueue.x-k8s.io/queue-name']='b'"),
     ],
 )
 def test_invalid_fields_raise_invalid_input_naming_field_value_and_fix(kwargs: dict, field: str, words: str) -> None:
@@ -88,4 +96,24 @@ def test_every_problem_is_reported_at_once() -> None:
 
 def test_model_validate_raises_the_same_error() -> None:
     with pytest.raises(InvalidInput, match="num_nodes"):
-        TrainJob.model_validate({"name": "x", "num_nodes": 100})
+        TrainJob.model_validate({"name": "x", "num_nodes": -1})
+
+
+@pytest.mark.parametrize(
+    ("conveniences", "resources"),
+    [({}, {"cpu": 2, "memory": "4Gi", "nvidia.com/gpu": 1}),
+     ({"gpus": 1, "cpu": "2", "memory": "4Gi"}, {"nvidia.com/gpu": 1, "cpu": "2", "memory": "4Gi"})],
+)
+def test_sdk_and_cli_builder_write_one_and_the_same_object(conveniences: dict, resources: dict) -> None:
+    fields = {"num_nodes": 4, "num_proc_per_node": 2, "command": ["mpirun", "python", "pi.py"], "args": ["-n", "9"],
+              "env": {"A": "1", "B": "x=y"}, "image": "mpioperator/mpi-pi:openmpi", "queue": "team-a",
+              "priority": "high", "namespace": "ml", "runtime": "mpi-distributed"}
+    sdk = TrainJob(name="same", resources_per_node=resources, labels={"app": "pi"}, **fields).to_object()
+    cli = build_trainjob("same", resources=None if conveniences else resources, labels={"app": "pi"},
+                         **conveniences, **fields)
+    assert sdk == cli
+    assert sdk["spec"]["runtimeRef"] == {"name": "mpi-distributed", "apiGroup": "trainer.kubeflow.org",
+                                         "kind": "ClusterTrainingRuntime"}
+    assert sdk["spec"]["trainer"]["resourcesPerNode"] == {"limits": resources}
+    for obj in (sdk, cli):
+        jsonschema.validate(obj, trainjob_schema())
