@@ -237,8 +237,12 @@ def follow_merged(
         if item is not None:
             reorder.push(item, time.monotonic())
         yield from reorder.ready(time.monotonic())
-        if ended_at is None or not lines.empty():
+        if ended_at is None:
             continue
-        if not any(t.is_alive() for t in streams.values()) or time.monotonic() - ended_at > DRAIN_GRACE:
-            yield from reorder.drain()
-            return
+        # whether the streams are alive is read before whether the queue is empty: a stream puts its
+        # last line and then ends, so the other order could miss that line
+        alive = any(t.is_alive() for t in streams.values())
+        if not lines.empty() or (alive and time.monotonic() - ended_at <= DRAIN_GRACE):
+            continue
+        yield from reorder.drain()
+        return
