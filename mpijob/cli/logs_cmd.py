@@ -7,6 +7,7 @@ merges the live streams and ends when the job ends. The merging itself is `mpijo
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterable
@@ -16,6 +17,7 @@ import typer
 
 from mpijob.api import errors
 from mpijob.cli import output
+from mpijob.cli.exitcodes import UsageError
 from mpijob.cli.session import (
     ContextOpt,
     KubeconfigOpt,
@@ -37,14 +39,17 @@ NO_RANKS = ("no line of this job carries an MPI rank: Open MPI's output tagging 
 
 class Printer:
     """`[pod] text` or `[pod rank N] text` lines (optionally with the timestamp); a colour per pod on a
-    terminal. Remembers whether any line it saw carried a rank."""
+    terminal; with `as_json`, one JSON object per line for scripts. Remembers whether any line it saw
+    carried a rank."""
 
-    def __init__(self, prefix: bool, timestamps: bool, colour: bool) -> None:
-        self.prefix, self.timestamps, self.colour = prefix, timestamps, colour
+    def __init__(self, prefix: bool, timestamps: bool, colour: bool, as_json: bool = False) -> None:
+        self.prefix, self.timestamps, self.colour, self.as_json = prefix, timestamps, colour, as_json
         self._colours: dict[str, int] = {}
         self.saw_rank = False
 
     def format(self, line: LogLine) -> str:
+        if self.as_json:
+            return json.dumps({"time": line.stamp or None, "pod": line.pod, "rank": line.rank, "text": line.text})
         head = ""
         if self.prefix:
             tag = f"[{line.pod}]" if line.rank is None else f"[{line.pod} rank {line.rank}]"
@@ -94,6 +99,9 @@ def logs(
     tail: Annotated[Optional[int], typer.Option("--tail", help="Only the last N lines (of each pod with --follow).", show_default=False)] = None,
     timestamps: Annotated[bool, typer.Option("--timestamps", help="Show each line's time.")] = False,
     prefix: Annotated[bool, typer.Option("--prefix/--no-prefix", help="Tag each line with its pod (and rank).")] = True,
+    output_format: Annotated[Optional[str], typer.Option(
+        "--output", "-o", help='json: one object per line, {"time", "pod", "rank", "text"} (JSON Lines).',
+        show_default=False)] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
@@ -106,8 +114,10 @@ def logs(
     since_seconds = max(1, round(parse_duration(since, "--since"))) if since is not None else None
     if tail is not None and tail < 0:
         raise errors.ApiError(400, "BadRequest", f"--tail {tail} is negative; use 0 or more lines")
+    if output_format not in (None, "json"):
+        raise UsageError(f"logs --output {output_format!r} is not supported; use json (one object per line)")
     colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    printer = Printer(prefix, timestamps, colour)
+    printer = Printer(prefix, timestamps, colour, as_json=output_format == "json")
     with connect(ctx, kubeconfig, context, namespace) as cluster:
         job = cluster.get_trainjob(name)
         pods = _pods(cluster, name, pod)

@@ -6,6 +6,7 @@ nodes only run sshd, whose log is nearly empty), so the launcher and the nodes i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -218,6 +219,11 @@ def test_logs_rank_shows_one_ranks_lines_from_open_mpi_output_tagging(mpijob: In
                 } == {0, 1, 2}, merged
         assert "<stdout>" not in merged and "<stderr>" not in merged
         assert mpijob_proc("logs", "wl-rank", "--rank", "7").stdout == ""
+        rows = [json.loads(x) for x in mpijob_proc("logs", "wl-rank", "-o", "json", "--grep", "hello").stdout.splitlines()]
+        assert sorted((r["rank"], r["text"]) for r in rows) == [(0, "hello from 0"), (1, "hello from 1"),
+                                                                (2, "hello from 2")], rows
+        assert all(r["pod"].startswith("wl-rank-launcher-0-0-") and stamp_ns(r["time"]) for r in rows), rows
+        assert mpijob_proc("logs", "wl-rank", "-o", "yaml").exit_code == Exit.USAGE
         assert mpijob_proc("logs", "wl-rank", "--rank", "-1").exit_code == Exit.INVALID
     finally:
         mpijob("delete", "trainjob", "wl-rank")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mpijob.api.errors import ApiError
@@ -56,6 +58,10 @@ def test_rank_filter_keeps_one_ranks_lines_and_the_printer_names_pod_and_rank() 
     printer = Printer(prefix=True, timestamps=False, colour=False)
     assert [printer.format(ln) for ln in merged] == ["[pi-launcher rank 0] zero", "[pi-launcher rank 1] one",
                                                      "[pi-launcher] plain"]
+    as_json = Printer(prefix=True, timestamps=False, colour=True, as_json=True)
+    assert [json.loads(as_json.format(ln)) for ln in merged[1:]] == [
+        {"time": "2026-01-01T00:00:02Z", "pod": "pi-launcher", "rank": 1, "text": "one"},
+        {"time": "2026-01-01T00:00:03Z", "pod": "pi-launcher", "rank": None, "text": "plain"}]
 
 
 def test_reorder_holds_lines_for_the_window_then_releases_in_time_order() -> None:
