@@ -10,13 +10,14 @@ The pure part (`parse_line`, `untag`, `merge`, `Reorder`, `Filter`) needs no ser
 
 from __future__ import annotations
 
+import functools
 import heapq
 import queue
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -41,9 +42,14 @@ def stamp_ns(stamp: str) -> int | None:
     if m is None:
         return None
     whole, frac, zone = m.groups()
+    return _seconds(whole, zone) * 1_000_000_000 + int((frac or "0").ljust(9, "0"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _seconds(whole: str, zone: str) -> int:
+    """Epoch seconds of a stamp's whole-second part; cached, as a busy log repeats it line after line."""
     tz = timezone.utc if zone == "Z" else datetime.strptime(zone.replace(":", ""), "%z").tzinfo
-    base = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=tz)
-    return int(base.timestamp()) * 1_000_000_000 + int((frac or "0").ljust(9, "0"))
+    return int(datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=tz).timestamp())
 
 
 @dataclass(frozen=True, order=True)
@@ -82,14 +88,49 @@ def parse_line(pod: str, raw: str, seq: int = 0, previous_ns: int = 0) -> list[L
     return [LogLine(previous_ns if ns is None else ns, pod, seq, stamp, piece, rank) for rank, piece in untag(text)]
 
 
+class Rejoin:
+    """Puts each rank's lines back together. Open MPI forwards what a rank writes in chunks, tagging
+    each, so one line of a rank can arrive as two pieces with other ranks' output between them: every
+    piece but the last of a raw line is one that ended without a newline."""
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, int], LogLine] = {}
+        self._last: LogLine | None = None
+
+    def feed(self, pieces: list[LogLine]) -> list[LogLine]:
+        """The complete lines among one raw line's pieces (as `parse_line` splits it)."""
+        out = []
+        for i, piece in enumerate(pieces):
+            if piece.rank is not None:
+                head = self._open.pop((piece.pod, piece.rank), None)
+                if head is not None:
+                    piece = replace(piece, text=head.text + piece.text)  # the time of the piece that ended it
+                if i < len(pieces) - 1:
+                    self._open[(piece.pod, piece.rank)] = piece
+                    continue
+            out.append(piece)
+        self._last = pieces[-1] if pieces else self._last
+        return out
+
+    def flush(self) -> list[LogLine]:
+        """At the end of a log: what ranks printed without a final newline, after everything else."""
+        last = self._last
+        out = [replace(p, ns=max(p.ns, last.ns), seq=last.seq + 1 + i) if last else p
+               for i, p in enumerate(self._open.values())]
+        self._open.clear()
+        return out
+
+
 def parse_log(pod: str, text: str) -> list[LogLine]:
-    """Every line of one pod's `timestamps=true` log, in its own order."""
+    """Every line of one pod's `timestamps=true` log, in its own order, each rank's lines whole."""
     out: list[LogLine] = []
+    join = Rejoin()
     last = 0
     for seq, raw in enumerate(text.splitlines()):
-        out += parse_line(pod, raw, seq, last)
-        last = out[-1].ns
-    return out
+        pieces = parse_line(pod, raw, seq, last)
+        last = pieces[-1].ns
+        out += join.feed(pieces)
+    return out + join.flush()
 
 
 def merge(logs: dict[str, str]) -> list[LogLine]:
@@ -179,17 +220,19 @@ def stream_pod(cluster: Cluster, pod: str, namespace: str | None = None, tail_li
     resp = call(cluster.url, cluster.core.read_namespaced_pod_log, pod, ns,
                 **_log_kwargs(tail_lines, since_seconds, True))
     pending, seq, last = b"", 0, 0
+    join = Rejoin()
     try:
         chunks = resp.stream(4096, decode_content=True)
         while (chunk := call(cluster.url, next, chunks, None)) is not None:
             pending += chunk
             *complete, pending = pending.split(b"\n")
             for raw in complete:
-                lines = parse_line(pod, raw.decode("utf-8", "replace"), seq, last)
-                seq, last = seq + 1, lines[-1].ns
-                yield from lines
+                pieces = parse_line(pod, raw.decode("utf-8", "replace"), seq, last)
+                seq, last = seq + 1, pieces[-1].ns
+                yield from join.feed(pieces)
         if pending:
-            yield from parse_line(pod, pending.decode("utf-8", "replace"), seq, last)
+            yield from join.feed(parse_line(pod, pending.decode("utf-8", "replace"), seq, last))
+        yield from join.flush()
     finally:
         resp.release_conn()
 

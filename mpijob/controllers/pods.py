@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import os
 import signal
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mpijob.api.resources import PODS
-from mpijob.store.logs import LogStore
+from mpijob.store.logs import LogStore, LogWriter
 from mpijob.store.objects import Store, now
 
 CONTAINER = "node"
+PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
 
 
 @dataclass
@@ -37,12 +42,12 @@ class PodProcess:
     namespace: str
     name: str
     proc: asyncio.subprocess.Process
-    pumps: list[asyncio.Task[None]] = field(default_factory=list)
+    drained: list[asyncio.Future[None]] = field(default_factory=list)  # one per output stream
     killed_by_us: bool = False
 
     async def wait(self) -> Exit:
         rc = await self.proc.wait()
-        await asyncio.gather(*self.pumps, return_exceptions=True)
+        await asyncio.gather(*self.drained, return_exceptions=True)
         if rc < 0:
             return Exit(128 - rc, -rc)
         if 128 < rc < 128 + signal.NSIG:  # the sandbox's shell reports a killed command as 128 + signal
@@ -58,34 +63,62 @@ class PodProcess:
             pass
 
 
+def _pipe() -> tuple[int, int]:
+    """A pipe as large as the system allows: a burst of output waits in the kernel, not in mpirun."""
+    r, w = os.pipe()
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+    return r, w
+
+
+def _pump(fd: int, writer: LogWriter, done: Callable[[], None]) -> None:
+    """Copy one output stream into the container log until every writer of the pipe has closed it."""
+    try:
+        while chunk := os.read(fd, 65536):
+            writer.write(chunk)
+    finally:
+        os.close(fd)
+        writer.close()
+        done()
+
+
 async def spawn(
     logs: LogStore, namespace: str, name: str, argv: list[str], env: dict[str, str], cwd: str | None = None
 ) -> PodProcess:
-    """Start a pod in its own session; stdout and stderr go, stamped, to its container log."""
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-    )
-    writer = logs.writer(namespace, name, CONTAINER)
+    """Start a pod in its own session; stdout and stderr go, stamped, to its container log.
 
-    async def pump(stream: asyncio.StreamReader) -> None:
-        while chunk := await stream.read(65536):
-            writer.write(chunk)
-
+    Each stream is read by a thread of its own, never by the event loop: Open MPI 4.1's mpirun drops
+    the ranks' output (and still exits 0) when its stdout is read too slowly, and the loop may be busy."""
+    loop = asyncio.get_running_loop()
+    pipes = [_pipe(), _pipe()]
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=pipes[0][1],
+            stderr=pipes[1][1],
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except BaseException:
+        for r, _ in pipes:
+            os.close(r)
+        raise
+    finally:
+        for _, w in pipes:
+            os.close(w)
     pod = PodProcess(namespace, name, proc)
-    assert proc.stdout and proc.stderr
-    streams = [asyncio.create_task(pump(proc.stdout)), asyncio.create_task(pump(proc.stderr))]
+    for stream, (r, _) in zip(("stdout", "stderr"), pipes):
+        drained: asyncio.Future[None] = loop.create_future()
 
-    async def close_when_done() -> None:
-        await asyncio.gather(*streams, return_exceptions=True)
-        writer.close()
+        def done(f: asyncio.Future[None] = drained) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+                loop.call_soon_threadsafe(lambda: f.done() or f.set_result(None))
 
-    pod.pumps = [*streams, asyncio.create_task(close_when_done())]
+        pod.drained.append(drained)
+        writer = logs.writer(namespace, name, CONTAINER)  # one per stream: each keeps its own partial line
+        threading.Thread(target=_pump, args=(r, writer, done), name=f"log-{name}-{stream}", daemon=True).start()
     return pod
 
 

@@ -25,7 +25,7 @@ from kubernetes.config import load_kube_config
 from mpijob.client.api import REQUEST_TIMEOUT, event_time
 from mpijob.client.config import Target, resolve
 from mpijob.client.errors import from_api_exception
-from mpijob.client.logs import untag
+from mpijob.client.logs import Rejoin, parse_line
 from mpijob.client.phase import finished, pod_phase
 from mpijob.sdk import waiting
 from mpijob.sdk.client import JOB_LABEL, MERGE_PATCH, is_job_event, trainjob_object
@@ -198,7 +198,7 @@ class AsyncClient:
         await self.get(name)
         target = pod or await self._launcher(name, follow, timeout)
         path = f"/api/v1/namespaces/{self.namespace}/pods/{target}/log"
-        params = {"container": CONTAINER, **({"follow": "true"} if follow else {})}
+        params = {"container": CONTAINER, "timestamps": "true", **({"follow": "true"} if follow else {})}
         try:
             async with self._http.stream("GET", path, params=params, headers=self._headers(),
                                          timeout=httpx.Timeout(REQUEST_TIMEOUT, read=None if follow else
@@ -206,10 +206,16 @@ class AsyncClient:
                 if resp.status_code >= 400:
                     await resp.aread()
                     raise status_error(resp.status_code, resp.reason_phrase, resp.text)
-                async for line in resp.aiter_lines():
-                    for piece_rank, text in untag(line):
-                        if rank is None or piece_rank == rank:
-                            yield text
+                join, seq, last = Rejoin(), 0, 0
+                async for raw in resp.aiter_lines():
+                    pieces = parse_line(target, raw, seq, last)
+                    seq, last = seq + 1, pieces[-1].ns
+                    for line in join.feed(pieces):
+                        if rank is None or line.rank == rank:
+                            yield line.text
+                for line in join.flush():
+                    if rank is None or line.rank == rank:
+                        yield line.text
         except httpx.TransportError as exc:
             raise ServerUnavailable(f"log stream of {target} from {self._conf.host} broke: {exc}",
                                     reason="ServiceUnavailable") from exc

@@ -65,7 +65,7 @@ def previous_port(path: Path) -> int | None:
 def bind(preferred: int | None, host: str = "127.0.0.1") -> socket.socket:
     """A listening socket on `preferred` when it is free, else on a port the kernel picks."""
     for port in ([preferred] if preferred else []) + [0]:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # asyncio then sets TCP_NODELAY
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))

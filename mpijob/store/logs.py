@@ -127,7 +127,9 @@ class LogStore:
 
 
 class LogWriter:
-    """Appends stamped lines for one container; safe to reopen after a server restart."""
+    """Appends stamped lines for one output stream of a container; safe to reopen after a server
+    restart. It writes whole lines only, with O_APPEND, so the writers of a container's stdout and
+    stderr never split each other's lines."""
 
     def __init__(self, path: Path) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

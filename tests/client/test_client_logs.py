@@ -8,7 +8,7 @@ import pytest
 
 from mpijob.api.errors import ApiError
 from mpijob.cli.logs_cmd import Printer
-from mpijob.client.logs import Filter, LogLine, Reorder, merge, parse_line, stamp_ns, untag
+from mpijob.client.logs import Filter, LogLine, Reorder, merge, parse_line, parse_log, stamp_ns, untag
 from mpijob.client.wait import Snapshot, _reached, parse_duration
 
 
@@ -48,6 +48,23 @@ def test_open_mpi_rank_tags_become_ranks_and_leave_the_text() -> None:
     assert untag("[1,3]<stdout>:") == [(3, "")]
     lines = parse_line("launcher", "2026-01-01T00:00:01Z [1,2]<stdout>:step 1", 4)
     assert [(ln.rank, ln.text, ln.stamp, ln.seq) for ln in lines] == [(2, "step 1", "2026-01-01T00:00:01Z", 4)]
+
+
+def test_a_ranks_line_split_into_pieces_is_put_back_together() -> None:
+    # Open MPI forwards a rank's output in chunks: a line cut mid-way continues after other ranks' output
+    log = "\n".join([
+        "2026-01-01T00:00:01Z [1,0]<stdout>:rank 0 li[1,1]<stdout>:rank 1 line 1",
+        "2026-01-01T00:00:02Z [1,0]<stdout>:ne 1",
+        "2026-01-01T00:00:03Z [1,2]<stdout>:de[1,2]<stdout>:f",
+        "2026-01-01T00:00:04Z [1,3]<stdout>:no newline at the end[1,0]<stdout>:x",
+        "2026-01-01T00:00:05Z mpirun: done",
+    ])
+    lines = parse_log("launcher", log)
+    assert [(ln.rank, ln.text) for ln in lines] == [
+        (1, "rank 1 line 1"), (0, "rank 0 line 1"), (2, "def"), (0, "x"), (None, "mpirun: done"),
+        (3, "no newline at the end")]  # what never got its newline comes last, not lost
+    assert lines[1].stamp == "2026-01-01T00:00:02Z"  # a joined line is as old as the piece that ended it
+    assert [(ln.ns, ln.seq) for ln in lines] == sorted((ln.ns, ln.seq) for ln in lines)  # still merge-sortable
 
 
 def test_rank_filter_keeps_one_ranks_lines_and_the_printer_names_pod_and_rank() -> None:

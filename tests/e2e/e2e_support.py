@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import httpx
 import yaml
 
-from mpijob.client.logs import untag
+from mpijob.client.logs import parse_log
 
 KUBECTL = "/usr/bin/kubectl"
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
@@ -156,10 +156,8 @@ def pod_log(c: httpx.Client, pod: str, namespace: str = "default", raw: bool = F
 
 
 def untagged(text: str) -> str:
-    """`[1,0]<stdout>:hello` → `hello`, line by line (a rank's unterminated piece gets its own line)."""
-    return "".join("\n".join(piece for _, piece in untag(line)) + end
-                   for line, end in ((ln.rstrip("\n"), "\n" if ln.endswith("\n") else "")
-                                     for ln in text.splitlines(keepends=True)))
+    """`[1,0]<stdout>:hello` → `hello`, line by line, each rank's lines whole (as `mpijob logs` shows them)."""
+    return "".join(line.text + "\n" for line in parse_log("pod", text))
 
 
 def section(text: str, marker: str) -> str:
