@@ -58,17 +58,25 @@ class LogStore:
                 f.unlink(missing_ok=True)
             folder.rmdir()
 
-    def _lines(self, path: Path, since_seconds: int | None) -> list[bytes]:
+    def _lines(self, path: Path, since_seconds: int | None) -> tuple[list[bytes], int]:
+        """The complete lines (newer than `since_seconds`), and the offset just past the last one."""
         try:
             lines = path.read_bytes().splitlines(keepends=True)
         except FileNotFoundError:
-            return []
+            return [], 0
         if lines and not lines[-1].endswith(b"\n"):
             lines = lines[:-1]  # a line still being written
+        end = sum(len(ln) for ln in lines)
         if since_seconds is not None:
             cutoff = time.time() - since_seconds
             lines = [ln for ln in lines if _parse_stamp(ln) >= cutoff]
-        return lines
+        return lines, end
+
+    @staticmethod
+    def _render_lines(lines: list[bytes], tail_lines: int | None, timestamps: bool) -> bytes:
+        if tail_lines is not None:
+            lines = lines[-tail_lines:] if tail_lines > 0 else []
+        return b"".join(_render(ln, timestamps) for ln in lines)
 
     def read(
         self,
@@ -81,10 +89,8 @@ class LogStore:
         timestamps: bool = False,
         limit_bytes: int | None = None,
     ) -> bytes:
-        lines = self._lines(self.path(namespace, pod, container), since_seconds)
-        if tail_lines is not None:
-            lines = lines[-tail_lines:] if tail_lines > 0 else []
-        out = b"".join(_render(ln, timestamps) for ln in lines)
+        lines, _ = self._lines(self.path(namespace, pod, container), since_seconds)
+        out = self._render_lines(lines, tail_lines, timestamps)
         return out[:limit_bytes] if limit_bytes is not None else out
 
     async def follow(
@@ -100,12 +106,10 @@ class LogStore:
     ) -> AsyncIterator[bytes]:
         """Yield what is there, then new lines as they arrive, until `done()` and drained."""
         path = self.path(namespace, pod, container)
-        first = self.read(namespace, pod, container, tail_lines=tail_lines, since_seconds=since_seconds,
-                          timestamps=timestamps)
+        lines, offset = self._lines(path, since_seconds)  # one read: the follow continues where it ends
+        first = self._render_lines(lines, tail_lines, timestamps)
         if first:
             yield first
-        # Continue from the end of the complete lines already sent.
-        offset = sum(len(ln) for ln in self._lines(path, None))
         pending = b""
         while True:
             finished = done()
