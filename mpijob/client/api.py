@@ -8,7 +8,6 @@ see `ApiError` (with the server's code, reason and causes) or `ServerUnavailable
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 from kubernetes import client as k8s
@@ -216,55 +215,6 @@ class Cluster:
     def launcher_pod(self, job: str, namespace: str | None = None) -> Obj | None:
         pods = self.job_pods(job, namespace, "launcher")
         return pods[0] if pods else None
-
-    def read_log(
-        self,
-        pod: str,
-        namespace: str | None = None,
-        container: str = CONTAINER,
-        tail_lines: int | None = None,
-        timestamps: bool = False,
-    ) -> str:
-        resp = self._pod_log(pod, namespace, container, tail_lines, timestamps, follow=False)
-        return resp.data.decode("utf-8", "replace")
-
-    def _pod_log(
-        self, pod: str, namespace: str | None, container: str, tail_lines: int | None, timestamps: bool, follow: bool
-    ) -> Any:
-        """GET pods/log; a followed stream has no read timeout (it lasts as long as the container)."""
-        kw: dict[str, Any] = {
-            "container": container,
-            "_preload_content": False,
-            "_request_timeout": (REQUEST_TIMEOUT, None) if follow else REQUEST_TIMEOUT,
-        }
-        if follow:
-            kw["follow"] = True
-        if tail_lines is not None:
-            kw["tail_lines"] = tail_lines
-        if timestamps:
-            kw["timestamps"] = True
-        return call(self.url, self.core.read_namespaced_pod_log, pod, self._ns(namespace), **kw)
-
-    def stream_log(
-        self,
-        pod: str,
-        namespace: str | None = None,
-        container: str = CONTAINER,
-        tail_lines: int | None = None,
-        timestamps: bool = False,
-    ) -> Iterator[bytes]:
-        """Follow a container's log: yields chunks as they arrive; ends when the container ends."""
-        resp = self._pod_log(pod, namespace, container, tail_lines, timestamps, follow=True)
-        try:
-            chunks = resp.stream(4096, decode_content=True)
-            while True:
-                chunk = call(self.url, next, chunks, None)
-                if chunk is None:
-                    return
-                if chunk:
-                    yield chunk
-        finally:
-            resp.release_conn()
 
     def events_for(self, kind: str, name: str, namespace: str | None = None) -> list[Obj]:
         """Events about one object, oldest first (as `kubectl describe` lists them)."""

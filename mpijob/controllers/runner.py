@@ -126,6 +126,8 @@ class JobRunner:
             argv = ["taskset", "-c", ",".join(map(str, cores)), *argv]
         cwd = None if self.mode == NAMESPACE else home
         self.procs[pod.name] = await kubelet.spawn(self.logs, self.plan.namespace, pod.name, argv, base_env, cwd)
+        if self._stopping:  # stopped while this pod was being spawned: it must not outlive the job
+            self.procs[pod.name].kill(signal.SIGTERM)
         kubelet.set_running(self.store, self.plan.namespace, pod.name, self.ips[pod.hostname])
 
     async def _ready(self, pod: PodPlan, user: User, key: str) -> None:
@@ -135,6 +137,7 @@ class JobRunner:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + READY_TIMEOUT
         while True:
+            self._check_stop()
             if proc.proc.returncode is not None:
                 raise NodeFailed(pod, await proc.wait(), "exited before it was ready")
             if loop.time() > deadline:
@@ -171,15 +174,19 @@ class JobRunner:
         users = {p.name: job_user(plan, p, self.mode) for p in plan.pods}
         try:
             await asyncio.gather(*(self._start(p, users[p.name]) for p in nodes))
+            self._check_stop()
             waits = [self._ready(p, users[p.name], p.name) for p in nodes if self.files.runs_sshd(plan, p)]
             if self.files.runs_sshd(plan, launcher):
                 await self._start(launcher, users[launcher.name], sshd_only=True)
                 waits.append(self._ready(launcher, users[launcher.name], launcher.name + "/sshd"))
             await asyncio.gather(*waits)
+            self._check_stop()
             await self._start(launcher, users[launcher.name])
             outcome = await self._supervise()
         except NodeFailed as failure:
             outcome = Outcome(False, "FailedJobs", failure.message())
+        except Stopped:
+            outcome = Outcome(False, "Stopped", str(self._stopping))
         if self._stopping:
             outcome = Outcome(False, "ControlPlaneRestarted", self._stopping)
         await self.teardown(outcome)
@@ -241,12 +248,21 @@ class JobRunner:
         for cgroup in self.cgroups.values():
             cgroup.remove()
 
+    def _check_stop(self) -> None:
+        if self._stopping:
+            raise Stopped(self._stopping)
+
     def stop(self, message: str, requeue: bool = False) -> None:
-        """Abort (server shutdown, deletion, eviction): the supervise loop returns, teardown follows."""
+        """Abort (server shutdown, deletion, eviction), in any phase: a job still starting starts no
+        further pod, a running one's supervise loop returns; teardown follows."""
         self._stopping = message
         self.requeue = requeue
         for p in self.procs.values():
             p.kill(signal.SIGTERM)
+
+
+class Stopped(Exception):
+    """`stop()` came while the job was still starting."""
 
 
 class NodeFailed(Exception):

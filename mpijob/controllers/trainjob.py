@@ -94,6 +94,9 @@ class TrainJobController:
             tj = self.store.update(TRAINJOBS, tj, status=True)
         if uid in self.runners:
             return
+        current = self.store.try_get(TRAINJOBS, tj["metadata"]["namespace"], tj["metadata"]["name"])
+        if current is None or current["metadata"]["uid"] != uid:
+            return  # a late event of a TrainJob deleted since: nothing may be started for it
         try:
             plan = resolve(tj, self._runtime(tj))
         except ApiError as e:
