@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import signal
 import socket
@@ -130,10 +131,8 @@ def parse_rank(line: str, marker: str) -> str | None:
     """The rank of a hello line carrying this run's marker, else None."""
     if f"marker={marker}" not in line:
         return None
-    for word in line.split():
-        if word.startswith("rank="):
-            return word[len("rank="):]
-    return None
+    found = re.search(r"\brank=(\d+)", line)  # the local cluster's lines carry Open MPI's `[1,N]<stdout>:` tag
+    return found[1] if found else None
 
 
 def _sshd_config(ip: str, host_key: Path, authorized_keys: Path, home: Path) -> str:

@@ -69,14 +69,19 @@ def ranks_in(text: str, marker: str) -> int:
 # -- ours: through the Kubernetes API ---------------------------------------------------------------
 
 
-def api_client(kubeconfig: Path) -> httpx.AsyncClient:
-    """An httpx client from the server's kubeconfig: its CA and its bearer token (never printed)."""
+def kubeconfig_access(kubeconfig: Path) -> tuple[str, ssl.SSLContext, dict[str, str]]:
+    """The server's URL, a TLS context trusting its CA, and its bearer-token header (never printed)."""
     config = yaml.safe_load(kubeconfig.read_text())
     cluster = config["clusters"][0]["cluster"]
     token = config["users"][0]["user"]["token"]
     ctx = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
-    return httpx.AsyncClient(base_url=cluster["server"], verify=ctx, timeout=10.0,
-                             headers={"Authorization": f"Bearer {token}"})
+    return cluster["server"], ctx, {"Authorization": f"Bearer {token}"}
+
+
+def api_client(kubeconfig: Path) -> httpx.AsyncClient:
+    """An async httpx client from the server's kubeconfig."""
+    url, ctx, headers = kubeconfig_access(kubeconfig)
+    return httpx.AsyncClient(base_url=url, verify=ctx, timeout=10.0, headers=headers)
 
 
 async def wait_runtime(client: httpx.AsyncClient, timeout: float = 30.0) -> None:

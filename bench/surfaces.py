@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import os
 import re
-import ssl
 import statistics
 import subprocess
 import sys
@@ -28,10 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from startup import RUNTIME, TRAINJOBS, BenchError  # the sibling bench module
+from startup import RUNTIME, TRAINJOBS, BenchError, kubeconfig_access  # the sibling bench module
 
 import mpijob
 from mpijob.server import daemon
@@ -61,12 +58,8 @@ Obj = dict[str, Any]
 
 def raw_client(kubeconfig: Path) -> httpx.Client:
     """A bare httpx client from the server's kubeconfig: its CA and bearer token (never printed)."""
-    config = yaml.safe_load(kubeconfig.read_text())
-    cluster = config["clusters"][0]["cluster"]
-    token = config["users"][0]["user"]["token"]
-    ctx = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
-    return httpx.Client(base_url=cluster["server"], verify=ctx, timeout=30.0,
-                        headers={"Authorization": f"Bearer {token}"})
+    url, ctx, headers = kubeconfig_access(kubeconfig)
+    return httpx.Client(base_url=url, verify=ctx, timeout=30.0, headers=headers)
 
 
 def trainjob(name: str, nodes: int, script: str) -> Obj:
