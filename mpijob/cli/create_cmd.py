@@ -11,6 +11,7 @@ from mpijob.api.resources import TRAINJOBS
 from mpijob.cli import output
 from mpijob.cli.exitcodes import UsageError
 from mpijob.cli.session import (
+    TRAINJOB_NAMES,
     ContextOpt,
     KubeconfigOpt,
     NamespaceOpt,
@@ -24,7 +25,6 @@ from mpijob.client.phase import job_phase
 from mpijob.client.wait import wait_until_gone
 
 Obj = dict[str, Any]
-TRAINJOB_NAMES = ("trainjob", "trainjobs", "tj")
 CREATE_FORMATS = ("json", "yaml", "name")
 FLAGS = {"num_nodes": "--nodes", "num_proc_per_node": "--procs-per-node"}  # builder keyword → CLI flag
 

@@ -10,6 +10,7 @@ import typer
 from mpijob.cli import output, views
 from mpijob.cli.exitcodes import UsageError
 from mpijob.cli.session import (
+    TRAINJOB_NAMES,
     ContextOpt,
     KubeconfigOpt,
     NamespaceOpt,
@@ -40,7 +41,7 @@ def describe(
     namespace: NamespaceOpt = None,
 ) -> None:
     """Spec summary, conditions, jobsStatus, pods and events of a TrainJob."""
-    if resource.lower() not in ("trainjob", "trainjobs", "tj"):
+    if resource.lower() not in TRAINJOB_NAMES:
         raise UsageError(f"cannot describe {resource!r}; use: mpijob describe trainjob NAME")
     check_describe_format(output_format)
     with connect(ctx, kubeconfig, context, namespace) as cluster:

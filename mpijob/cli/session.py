@@ -55,6 +55,7 @@ def connect(ctx: typer.Context, kubeconfig: str | None, context: str | None, nam
     return Cluster(target)
 
 
+TRAINJOB_NAMES = ("trainjob", "trainjobs", "tj")  # what the commands accept for the resource word
 P = ParamSpec("P")
 R = TypeVar("R")
 

@@ -14,6 +14,7 @@ import typer
 from mpijob.api.resources import TRAINJOBS
 from mpijob.cli.exitcodes import UsageError
 from mpijob.cli.session import (
+    TRAINJOB_NAMES,
     ContextOpt,
     KubeconfigOpt,
     NamespaceOpt,
@@ -23,7 +24,6 @@ from mpijob.cli.session import (
 from mpijob.client.api import Cluster, display_name
 
 MERGE_PATCH = "application/merge-patch+json"
-TRAINJOB_NAMES = ("trainjob", "trainjobs", "tj")
 PAST = {"suspend": "suspended", "resume": "resumed"}
 
 
