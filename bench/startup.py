@@ -245,18 +245,26 @@ async def run_baseline(retries: list[int], attempts: int = 3) -> handrun.Sample:
     return await handrun.run(hello_script(marker), marker, NODES)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_runs(argv: list[str] | None, doc: str | None) -> int | None:
+    """`--runs N` (default 5) of a bench whose docstring is `doc`; None, with the reason on stderr, when N < 1."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs of each side (default 5)")
-    args = parser.parse_args(argv)
-    if args.runs < 1:
-        print(f"--runs: {args.runs} is not a positive number of runs; pass e.g. --runs 5", file=sys.stderr)
+    runs: int = parser.parse_args(argv).runs
+    if runs < 1:
+        print(f"--runs: {runs} is not a positive number of runs; pass e.g. --runs 5", file=sys.stderr)
+        return None
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    runs = parse_runs(argv, __doc__)
+    if runs is None:
         return 1
     tmp = tempfile.TemporaryDirectory(prefix="mpijob-bench-home-")
     home = Home(Path(tmp.name)).ensure()
     try:
         info = daemon.start(home)
-        result = asyncio.run(bench(args.runs, info.kubeconfig, info.sandbox_mode))
+        result = asyncio.run(bench(runs, info.kubeconfig, info.sandbox_mode))
     except (BenchError, handrun.BaselineError, daemon.ServerError, httpx.HTTPError, OSError) as exc:
         print(f"bench/startup.py: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -9,7 +9,6 @@ measure ran, exit 1 with a message on stderr when something failed to run.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -28,7 +27,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from startup import RUNTIME, TRAINJOBS, BenchError, kubeconfig_access  # the sibling bench module
+from startup import RUNTIME, TRAINJOBS, BenchError, kubeconfig_access, parse_runs  # the sibling bench module
 
 import mpijob
 from mpijob.server import daemon
@@ -404,18 +403,15 @@ def bench(runs: int, home: Path, kubeconfig: Path, tmp: Path) -> Obj:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="runs of each side (default 5)")
-    args = parser.parse_args(argv)
-    if args.runs < 1:
-        print(f"--runs: {args.runs} is not a positive number of runs; pass e.g. --runs 5", file=sys.stderr)
+    runs = parse_runs(argv, __doc__)
+    if runs is None:
         return 1
     tmp = tempfile.TemporaryDirectory(prefix="mpijob-bench-home-")
     home = Home(Path(tmp.name) / "home").ensure()
     t0 = time.perf_counter()
     try:
         info = daemon.start(home)
-        result = bench(args.runs, home.root, info.kubeconfig, Path(tmp.name))
+        result = bench(runs, home.root, info.kubeconfig, Path(tmp.name))
         result["sandbox_mode"] = info.sandbox_mode
     except Exception as exc:  # noqa: BLE001 — a bench reports what failed to run, it does not judge
         print(f"bench/surfaces.py: {type(exc).__name__}: {exc}", file=sys.stderr)
