@@ -20,7 +20,7 @@ from mpijob.controllers import conditions as cond
 from mpijob.controllers import pods as kubelet
 from mpijob.controllers.queueing import Queueing
 from mpijob.controllers.runner import Outcome
-from mpijob.controllers.sandbox import detect_mode
+from mpijob.controllers.sandbox import check_mode, detect_mode
 from mpijob.controllers.trainjob import TrainJobController, job_pods
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
@@ -36,6 +36,7 @@ class Manager:
     def __init__(self, store: Store, logs: LogStore, home: Home) -> None:
         self.store, self.logs, self.home = store, logs, home
         self.sandbox_mode = detect_mode()
+        check_mode(self.sandbox_mode, home.root)
         self.cluster_id = hashlib.sha256(str(home.root).encode()).hexdigest()[:16]
         self.capacity = capacity.detect()
         self.trainjobs = TrainJobController(

@@ -139,7 +139,9 @@ class JobRunner:
         while True:
             self._check_stop()
             if proc.proc.returncode is not None:
-                raise NodeFailed(pod, await proc.wait(), "exited before it was ready")
+                exit = await proc.wait()
+                said = self._last_line(proc.name)
+                raise NodeFailed(pod, exit, "exited before it was ready", said)
             if loop.time() > deadline:
                 raise NodeFailed(pod, None, f"did not accept the job key within {READY_TIMEOUT:.0f}s")
             if await _sshd_answers(ip, SSH_PORT):
@@ -148,6 +150,11 @@ class JobRunner:
                         kubelet.set_running(self.store, self.plan.namespace, pod.name, ip, ready=True)
                     return
             await asyncio.sleep(PROBE_INTERVAL)
+
+    def _last_line(self, log_name: str) -> str:
+        """What a pod said last (sshd's reason for refusing to start, say), for the failure message."""
+        tail = self.logs.read(self.plan.namespace, log_name, kubelet.CONTAINER, tail_lines=1)
+        return tail.decode(errors="replace").strip()
 
     async def _key_accepted(self, ip: str, user: User) -> bool:
         probe = await asyncio.create_subprocess_exec(
@@ -266,13 +273,14 @@ class Stopped(Exception):
 
 
 class NodeFailed(Exception):
-    def __init__(self, pod: PodPlan, exit: kubelet.Exit | None, what: str) -> None:
+    def __init__(self, pod: PodPlan, exit: kubelet.Exit | None, what: str, said: str = "") -> None:
         super().__init__(what)
-        self.pod, self.exit, self.what = pod, exit, what
+        self.pod, self.exit, self.what, self.said = pod, exit, what, said
 
     def message(self) -> str:
         how = f" ({self.exit.describe()})" if self.exit else ""
-        return f"node pod {self.pod.name} ({self.pod.host}) {self.what}{how}"
+        said = f": {self.said}" if self.said else ""
+        return f"node pod {self.pod.name} ({self.pod.host}) {self.what}{how}{said}"
 
 
 async def _sshd_answers(ip: str, port: int) -> bool:

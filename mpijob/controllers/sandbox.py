@@ -3,7 +3,7 @@
 Two modes, chosen once per server (`mpijob server status` shows which):
 
 * `namespace` (root, and `unshare` works): each pod is a private mount + PID + UTS namespace. Inside it
-  the pod sees its own `/etc/hosts` (Trainer's host names → the job's loopback addresses), `/etc/passwd`
+  the pod sees, like a container, its own empty `/run` (with sshd's `/run/sshd`) and `/dev/shm`, its own `/etc/hosts` (Trainer's host names → the job's loopback addresses), `/etc/passwd`
   with the job user, `/etc/ssh/ssh_config`, `/etc/mpi/hostfile` (launcher), the job key at
   `sshAuthMountPath` and a private writable home, then drops to `runAsUser`. PID 1 of the namespace is
   the pod; killing it (or the server dying: `--pdeathsig`/`--kill-child`) takes every process of the pod
@@ -32,7 +32,10 @@ NAMESPACE, PROCESS = "namespace", "process"
 SSH_PORT = 2222
 ACCEPTED = "mpijob-key-accepted"
 SSHD = shutil.which("sshd", path="/usr/sbin:/usr/bin:/sbin:/bin") or "/usr/sbin/sshd"
-STAGE = Path("/run/mpijob-stage")  # mount point for the _reachable() staging binds, inside pods only
+STAGE = Path("/run/mpijob-stage")  # mount point for the _reachable() staging binds, in the pod's own /run
+# What Debian's sshd needs and only its service unit creates (tmpfiles.d): the privilege separation
+# directory, root-owned and not writable by others. A pod must not rely on the host's.
+PRIVSEP_DIR = "/run/sshd"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Local-cluster additions to every pod's environment (a trainer.env entry of the same name wins):
 # MPI traffic stays on loopback; an aborting job kills its ranks at once rather than after a grace
@@ -59,6 +62,22 @@ def detect_mode() -> str:
         capture_output=True,
     )
     return NAMESPACE if probe.returncode == 0 else PROCESS
+
+
+def check_mode(mode: str, home: Path) -> None:
+    """Refuse, at server start, a set-up whose pods could not start, with the fix."""
+    if mode == NAMESPACE:
+        for what, path in (("MPIJOB_HOME", home), ("the Python environment", Path(sys.prefix))):
+            if path.resolve().is_relative_to("/run"):
+                raise RuntimeError(f"{what} ({path}) is under /run, which every pod gets as its own empty "
+                                   "directory (as a container does); use a directory elsewhere")
+        return
+    try:
+        pwd.getpwuid(os.geteuid())
+    except KeyError:
+        raise RuntimeError(
+            f"uid {os.geteuid()} has no entry in /etc/passwd, so the process sandbox's sshd cannot log it in; "
+            "add the user (useradd), or run the server as root for the namespace sandbox") from None
 
 
 def pod_path() -> str:
@@ -166,6 +185,8 @@ class JobFiles:
             _write(d / "passwd", _passwd(user), 0o644)
             _write(d / "group", _group(user), 0o644)
         if self.runs_sshd(plan, pod):
+            if self.mode == PROCESS and os.geteuid() == 0:  # no private /run here: make what sshd needs
+                os.makedirs(PRIVSEP_DIR, mode=0o755, exist_ok=True)
             _write(d / "sshd_config", self._sshd_config(plan, user, own, session_env), 0o600)
         return d
 
@@ -223,6 +244,11 @@ class JobFiles:
         script = ["set -e"]
         if cgroup_procs:
             script.append(f"echo 0 > {shlex.quote(str(cgroup_procs))}")
+        script += [  # the pod's own /run and /dev/shm, as a container has: nothing of the host's is relied on
+            "mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run",
+            f"mkdir -m 0755 {PRIVSEP_DIR}",
+            "mkdir -p /dev/shm && mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm",
+        ]
         for _, src, dst in mounts:
             script.append(f"mkdir -p {shlex.quote(dst)} 2>/dev/null || true")
             flag = "--bind -o ro" if dst in ("/etc/mpi",) else "--bind"
