@@ -131,7 +131,7 @@ def parse_rank(line: str, marker: str) -> str | None:
     """The rank of a hello line carrying this run's marker, else None."""
     if f"marker={marker}" not in line:
         return None
-    found = re.search(r"\brank=(\d+)", line)  # the local cluster's lines carry Open MPI's `[1,N]<stdout>:` tag
+    found = re.search(r"\brank=(\d+)", line)  # anywhere in the line: a hand run may tag its output
     return found[1] if found else None
 
 

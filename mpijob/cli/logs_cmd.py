@@ -34,7 +34,8 @@ COLOURS = (36, 33, 35, 32, 34, 31, 96, 93, 95, 92, 94, 91)  # ANSI foreground co
 
 
 NO_RANKS = ("no line of this job carries an MPI rank: Open MPI's output tagging was off. The local cluster "
-            "turns it on; elsewhere add --tag-output to mpirun (or OMPI_MCA_orte_tag_output=1 to trainer.env)")
+            "turns it on unless trainer.env sets OMPI_MCA_orte_tag_output=0; elsewhere add --tag-output to mpirun "
+            "(or OMPI_MCA_orte_tag_output=1 to trainer.env)")
 
 
 class Printer:

@@ -81,8 +81,8 @@ def _remaining(deadline: float | None) -> float | None:
 
 
 def _copy_log(cluster: Cluster, pod: str, out: IO[str]) -> None:
-    """Follow one pod's log onto `out` until its container ends: what the ranks printed, without
-    Open MPI's rank tags (`mpijob logs NAME` shows them)."""
+    """Follow one pod's log onto `out` until its container ends: what the ranks printed, as
+    `kubectl logs` shows it (`mpijob logs NAME` adds each line's pod and rank)."""
     for line in stream_pod(cluster, pod):
         out.write(line.text + "\n")
         out.flush()

@@ -2,9 +2,10 @@
 
 Each pod's log is fetched with `timestamps=true` (the kubelet's RFC 3339 stamp, taken when the line
 was read), so lines from the launcher and the nodes can be merge-sorted into the order they happened.
-Lines that Open MPI's output tagging (`--tag-output`, `OMPI_MCA_orte_tag_output=1`, on by default
-on the local cluster) marks `[job,rank]<stdout>:` carry their rank, the tag itself removed.
-The pure part (`parse_line`, `untag`, `merge`, `Reorder`, `Filter`) needs no server; `read_merged` and
+Each line carries the MPI rank that wrote it when that is known: the local cluster gives it beside the
+line when asked (`mpi_output.RANKS_HEADER`); on a real cluster it is read from Open MPI's tags
+(`--tag-output`, `OMPI_MCA_orte_tag_output=1`) when the user turned them on, the tag removed.
+The pure part (`parse_line`, `merge`, `Reorder`, `Filter`) needs no server; `read_merged` and
 `follow_merged` fetch through a `Cluster` and work the same against the local cluster and a real one.
 """
 
@@ -16,17 +17,18 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from mpijob.api import mpi_output
 from mpijob.api.errors import ApiError
+from mpijob.api.mpi_output import RANKS_HEADER, TAG, parse_rank_field, untag
 from mpijob.client.api import CONTAINER, REQUEST_TIMEOUT, Cluster
 from mpijob.client.errors import ServerUnavailable, call
 
 Obj = dict[str, Any]
-_TAG = re.compile(r"\[\d+,(\d+)\]<(stdout|stderr|stddiag)>:")  # Open MPI's output tag: [jobid,rank]<stream>:
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$")
 REORDER_WINDOW = 0.3  # seconds a followed line waits for earlier lines from slower streams
 POD_POLL = 0.5  # seconds between looks for new pods (and the job's end) while following
@@ -65,69 +67,49 @@ class LogLine:
     rank: int | None = field(default=None, compare=False)
 
 
-def untag(text: str) -> list[tuple[int | None, str]]:
-    """`(rank, text)` pieces of one line of Open MPI tagged output; `(None, text)` for an untagged line.
-
-    A rank that prints without a newline is followed on the same line by the next rank's tag, so a
-    line can hold several pieces."""
-    tags = list(_TAG.finditer(text))
-    if not tags:
-        return [(None, text)]
-    pieces: list[tuple[int | None, str]] = [(None, text[: tags[0].start()])] if tags[0].start() else []
-    for tag, after in zip(tags, tags[1:] + [None]):
-        pieces.append((int(tag[1]), text[tag.end(): after.start() if after else len(text)]))
-    return pieces
-
-
-def parse_line(pod: str, raw: str, seq: int = 0, previous_ns: int = 0) -> list[LogLine]:
+def parse_line(pod: str, raw: str, seq: int = 0, previous_ns: int = 0, ranked: bool = False) -> list[LogLine]:
     """A `timestamps=true` log line, split into its ranks' pieces; a line without a stamp keeps the
-    previous line's time."""
+    previous line's time. A `ranked` line (the local cluster's answer to `RANKS_HEADER`) carries its
+    rank in a field of its own; otherwise ranks come from Open MPI's tags, when the user turned them on."""
     head, sep, rest = raw.partition(" ")
     ns = stamp_ns(head) if sep or head else None
     stamp, text = ("", raw) if ns is None else (head, rest)
-    return [LogLine(previous_ns if ns is None else ns, pod, seq, stamp, piece, rank) for rank, piece in untag(text)]
+    at = previous_ns if ns is None else ns
+    if ranked:
+        field, _, text = text.partition(" ")
+        rank = parse_rank_field(field)
+        tag = TAG.match(text)
+        if tag and int(tag[1]) == rank:  # the tag the user asked for: shown as the rank
+            text = text[tag.end():]
+        return [LogLine(at, pod, seq, stamp, text, rank)]
+    return [LogLine(at, pod, seq, stamp, piece.text, piece.rank) for piece in untag(text)]
 
 
-class Rejoin:
-    """Puts each rank's lines back together. Open MPI forwards what a rank writes in chunks, tagging
-    each, so one line of a rank can arrive as two pieces with other ranks' output between them: every
-    piece but the last of a raw line is one that ended without a newline."""
+class Rejoin(mpi_output.Rejoin[LogLine]):
+    """`mpi_output.Rejoin` for one pod's log lines: what a rank left unfinished at the end of the log
+    is placed after the last line seen."""
 
     def __init__(self) -> None:
-        self._open: dict[tuple[str, int], LogLine] = {}
+        super().__init__()
         self._last: LogLine | None = None
 
-    def feed(self, pieces: list[LogLine]) -> list[LogLine]:
-        """The complete lines among one raw line's pieces (as `parse_line` splits it)."""
-        out = []
-        for i, piece in enumerate(pieces):
-            if piece.rank is not None:
-                head = self._open.pop((piece.pod, piece.rank), None)
-                if head is not None:
-                    piece = replace(piece, text=head.text + piece.text)  # the time of the piece that ended it
-                if i < len(pieces) - 1:
-                    self._open[(piece.pod, piece.rank)] = piece
-                    continue
-            out.append(piece)
+    def feed(self, pieces: Sequence[LogLine]) -> list[LogLine]:
         self._last = pieces[-1] if pieces else self._last
-        return out
+        return super().feed(pieces)
 
     def flush(self) -> list[LogLine]:
-        """At the end of a log: what ranks printed without a final newline, after everything else."""
         last = self._last
-        out = [replace(p, ns=max(p.ns, last.ns), seq=last.seq + 1 + i) if last else p
-               for i, p in enumerate(self._open.values())]
-        self._open.clear()
-        return out
+        return [replace(p, ns=max(p.ns, last.ns), seq=last.seq + 1 + i) if last else p
+                for i, p in enumerate(super().flush())]
 
 
-def parse_log(pod: str, text: str) -> list[LogLine]:
+def parse_log(pod: str, text: str, ranked: bool = False) -> list[LogLine]:
     """Every line of one pod's `timestamps=true` log, in its own order, each rank's lines whole."""
     out: list[LogLine] = []
     join = Rejoin()
     last = 0
     for seq, raw in enumerate(text.splitlines()):
-        pieces = parse_line(pod, raw, seq, last)
+        pieces = parse_line(pod, raw, seq, last, ranked)
         last = pieces[-1].ns
         out += join.feed(pieces)
     return out + join.flush()
@@ -185,40 +167,44 @@ class Reorder:
 # -- fetching ---------------------------------------------------------------------------------------
 
 
-def _log_kwargs(tail_lines: int | None, since_seconds: int | None, follow: bool) -> dict[str, Any]:
-    kw: dict[str, Any] = {"container": CONTAINER, "timestamps": True, "_preload_content": False,
-                          "_request_timeout": (REQUEST_TIMEOUT, None) if follow else REQUEST_TIMEOUT}
-    if follow:
-        kw["follow"] = True
-    if tail_lines is not None:
-        kw["tail_lines"] = tail_lines
-    if since_seconds is not None:
-        kw["since_seconds"] = max(1, int(since_seconds))
-    return kw
+def _open_log(cluster: Cluster, pod: str, namespace: str | None, tail_lines: int | None,
+              since_seconds: int | None, follow: bool) -> tuple[Any, bool]:
+    """The response of one `pods/log` request (timestamped, asking for ranks) and whether the server
+    gave the ranks. The generated client cannot send a header on this call, so it is made directly."""
+    query: list[tuple[str, Any]] = [("container", CONTAINER), ("timestamps", "true")]
+    query += [("follow", "true")] if follow else []
+    query += [("tailLines", tail_lines)] if tail_lines is not None else []
+    query += [("sinceSeconds", max(1, int(since_seconds)))] if since_seconds is not None else []
+    resp = call(cluster.url, cluster.api_client.call_api,
+                "/api/v1/namespaces/{namespace}/pods/{name}/log", "GET",
+                path_params={"namespace": namespace or cluster.namespace, "name": pod}, query_params=query,
+                header_params={"Accept": "*/*", RANKS_HEADER: "true"}, auth_settings=["BearerToken"],
+                response_type="str", _return_http_data_only=True, _preload_content=False,
+                _request_timeout=(REQUEST_TIMEOUT, None) if follow else REQUEST_TIMEOUT)
+    return resp, resp.headers.get(RANKS_HEADER, "").lower() == "true"
 
 
 def read_pod(cluster: Cluster, pod: str, namespace: str | None = None, tail_lines: int | None = None,
-             since_seconds: int | None = None) -> str:
-    """One pod's log, timestamped (empty when the container has not written anything yet)."""
-    ns = namespace or cluster.namespace
-    resp = call(cluster.url, cluster.core.read_namespaced_pod_log, pod, ns,
-                **_log_kwargs(tail_lines, since_seconds, False))
-    return str(resp.data.decode("utf-8", "replace"))
+             since_seconds: int | None = None) -> list[LogLine]:
+    """One pod's log lines (none when the container has not written anything yet)."""
+    resp, ranked = _open_log(cluster, pod, namespace, tail_lines, since_seconds, follow=False)
+    try:
+        return parse_log(pod, resp.data.decode("utf-8", "replace"), ranked)
+    finally:
+        resp.release_conn()
 
 
 def read_merged(cluster: Cluster, pods: Iterable[str], namespace: str | None = None, tail_lines: int | None = None,
                 since_seconds: int | None = None) -> list[LogLine]:
     """Every pod's log merged by timestamp; `tail_lines` keeps the last N lines of the merge."""
-    merged = merge({p: read_pod(cluster, p, namespace, tail_lines, since_seconds) for p in pods})
+    merged = list(heapq.merge(*(read_pod(cluster, p, namespace, tail_lines, since_seconds) for p in sorted(pods))))
     return merged[-tail_lines:] if tail_lines else ([] if tail_lines == 0 else merged)
 
 
 def stream_pod(cluster: Cluster, pod: str, namespace: str | None = None, tail_lines: int | None = None,
                since_seconds: int | None = None) -> Iterator[LogLine]:
     """Follow one pod's log line by line until its container ends."""
-    ns = namespace or cluster.namespace
-    resp = call(cluster.url, cluster.core.read_namespaced_pod_log, pod, ns,
-                **_log_kwargs(tail_lines, since_seconds, True))
+    resp, ranked = _open_log(cluster, pod, namespace, tail_lines, since_seconds, follow=True)
     pending, seq, last = b"", 0, 0
     join = Rejoin()
     try:
@@ -227,11 +213,11 @@ def stream_pod(cluster: Cluster, pod: str, namespace: str | None = None, tail_li
             pending += chunk
             *complete, pending = pending.split(b"\n")
             for raw in complete:
-                pieces = parse_line(pod, raw.decode("utf-8", "replace"), seq, last)
+                pieces = parse_line(pod, raw.decode("utf-8", "replace"), seq, last, ranked)
                 seq, last = seq + 1, pieces[-1].ns
                 yield from join.feed(pieces)
         if pending:
-            yield from join.feed(parse_line(pod, pending.decode("utf-8", "replace"), seq, last))
+            yield from join.feed(parse_line(pod, pending.decode("utf-8", "replace"), seq, last, ranked))
         yield from join.flush()
     finally:
         resp.release_conn()

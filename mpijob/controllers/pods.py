@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mpijob.api.mpi_output import LauncherOutput
 from mpijob.api.resources import PODS
 from mpijob.store.logs import LogStore, LogWriter
 from mpijob.store.objects import Store, now
@@ -83,9 +84,11 @@ def _pump(fd: int, writer: LogWriter, done: Callable[[], None]) -> None:
 
 
 async def spawn(
-    logs: LogStore, namespace: str, name: str, argv: list[str], env: dict[str, str], cwd: str | None = None
+    logs: LogStore, namespace: str, name: str, argv: list[str], env: dict[str, str], cwd: str | None = None,
+    mpi_output: Callable[[], LauncherOutput] | None = None,
 ) -> PodProcess:
-    """Start a pod in its own session; stdout and stderr go, stamped, to its container log.
+    """Start a pod in its own session; stdout and stderr go, stamped, to its container log (through a
+    `mpi_output()` of their own for a launcher, so each line's rank is kept beside it).
 
     Each stream is read by a thread of its own, never by the event loop: Open MPI 4.1's mpirun drops
     the ranks' output (and still exits 0) when its stdout is read too slowly, and the loop may be busy."""
@@ -117,7 +120,8 @@ async def spawn(
                 loop.call_soon_threadsafe(lambda: f.done() or f.set_result(None))
 
         pod.drained.append(drained)
-        writer = logs.writer(namespace, name, CONTAINER)  # one per stream: each keeps its own partial line
+        # one per stream: each keeps its own partial line (and each rank's)
+        writer = logs.writer(namespace, name, CONTAINER, mpi_output() if mpi_output else None)
         threading.Thread(target=_pump, args=(r, writer, done), name=f"log-{name}-{stream}", daemon=True).start()
     return pod
 

@@ -4,10 +4,12 @@ failure anywhere ends the whole job and every process of it."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import signal
 from dataclasses import dataclass
 
+from mpijob.api.mpi_output import LauncherOutput, asks_for_tags
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.controllers import pods as kubelet
 from mpijob.controllers.cgroups import PodCgroup
@@ -88,9 +90,7 @@ class JobRunner:
         }
         if user.uid == 0:
             env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-        for e in pod.env:
-            if "value" in e:
-                env[e["name"]] = str(e["value"])
+        env |= _user_env(pod)
         if self.mode == PROCESS and pod.is_launcher:
             hostfile = str(self.files.hostfile)
             agent = f"ssh -F {self.files.ssh_config}"
@@ -125,7 +125,11 @@ class JobRunner:
         if cores := self.cores.get(pod.name):  # the whole pod, sshd sessions included, on its own cores
             argv = ["taskset", "-c", ",".join(map(str, cores)), *argv]
         cwd = None if self.mode == NAMESPACE else home
-        self.procs[pod.name] = await kubelet.spawn(self.logs, self.plan.namespace, pod.name, argv, base_env, cwd)
+        # The launcher's output is tagged (LOCAL_MCA); its log keeps the ranks and, unless the user
+        # asked for tags, drops them: `kubectl logs` shows what the program printed.
+        command = [*pod.command, *pod.args]
+        mpi = functools.partial(LauncherOutput, keep_tags=asks_for_tags(command, _user_env(pod))) if pod.is_launcher else None
+        self.procs[pod.name] = await kubelet.spawn(self.logs, self.plan.namespace, pod.name, argv, base_env, cwd, mpi)
         if self._stopping:  # stopped while this pod was being spawned: it must not outlive the job
             self.procs[pod.name].kill(signal.SIGTERM)
         kubelet.set_running(self.store, self.plan.namespace, pod.name, self.ips[pod.hostname])
@@ -266,6 +270,11 @@ class JobRunner:
         self.requeue = requeue
         for p in self.procs.values():
             p.kill(signal.SIGTERM)
+
+
+def _user_env(pod: PodPlan) -> dict[str, str]:
+    """The pod's own env (trainer.env and the runtime's), without what the local cluster adds."""
+    return {e["name"]: str(e["value"]) for e in pod.env if "value" in e}
 
 
 class Stopped(Exception):

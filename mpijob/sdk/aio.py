@@ -22,6 +22,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import load_kube_config
 
+from mpijob.api.mpi_output import RANKS_HEADER
 from mpijob.client.api import REQUEST_TIMEOUT, event_time
 from mpijob.client.config import Target, resolve
 from mpijob.client.errors import from_api_exception
@@ -193,22 +194,23 @@ class AsyncClient:
 
     async def logs(self, name: str, follow: bool = False, pod: str | None = None, rank: int | None = None,
                    timeout: float | None = 600) -> AsyncIterator[str]:
-        """`async for line in c.logs(name, follow=True)`: the launcher's (or `pod`'s) log lines, without
-        Open MPI's rank tags; `rank=N` keeps what rank N printed."""
+        """`async for line in c.logs(name, follow=True)`: the launcher's (or `pod`'s) log lines as the
+        ranks printed them; `rank=N` keeps what rank N printed."""
         await self.get(name)
         target = pod or await self._launcher(name, follow, timeout)
         path = f"/api/v1/namespaces/{self.namespace}/pods/{target}/log"
         params = {"container": CONTAINER, "timestamps": "true", **({"follow": "true"} if follow else {})}
         try:
-            async with self._http.stream("GET", path, params=params, headers=self._headers(),
+            async with self._http.stream("GET", path, params=params, headers={**self._headers(), RANKS_HEADER: "true"},
                                          timeout=httpx.Timeout(REQUEST_TIMEOUT, read=None if follow else
                                                                REQUEST_TIMEOUT)) as resp:
                 if resp.status_code >= 400:
                     await resp.aread()
                     raise status_error(resp.status_code, resp.reason_phrase, resp.text)
                 join, seq, last = Rejoin(), 0, 0
+                ranked = resp.headers.get(RANKS_HEADER, "").lower() == "true"
                 async for raw in resp.aiter_lines():
-                    pieces = parse_line(target, raw, seq, last)
+                    pieces = parse_line(target, raw, seq, last, ranked)
                     seq, last = seq + 1, pieces[-1].ns
                     for line in join.feed(pieces):
                         if rank is None or line.rank == rank:

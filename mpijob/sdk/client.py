@@ -16,7 +16,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from mpijob.client.api import Cluster, event_time
 from mpijob.client.config import resolve
-from mpijob.client.logs import parse_log, read_pod, stream_pod
+from mpijob.client.logs import read_pod, stream_pod
 from mpijob.sdk import waiting
 from mpijob.sdk.errors import NotFound, Timeout, translate
 from mpijob.sdk.trainjob import TrainJob
@@ -142,7 +142,7 @@ class Client:
     @sdk_errors
     def logs(self, name: str, follow: bool = False, pod: str | None = None, rank: int | None = None,
              timeout: float | None = 600) -> Iterator[str]:
-        """The lines of the launcher's log (or of `pod`), without Open MPI's rank tags; `rank=N` keeps
+        """The lines of the launcher's log (or of `pod`) as the ranks printed them; `rank=N` keeps
         what rank N printed. `follow=True` waits for the launcher to start and streams until it ends.
         Lines come without their newline."""
         self._cluster.get_trainjob(name, self.namespace)  # NotFound now, not on the first next()
@@ -153,7 +153,7 @@ class Client:
         try:
             target = pod or self._launcher(name, follow, timeout)
             lines = (stream_pod(self._cluster, target, self.namespace) if follow
-                     else parse_log(target, read_pod(self._cluster, target, self.namespace)))
+                     else read_pod(self._cluster, target, self.namespace))
             yield from (line.text for line in lines if rank is None or line.rank == rank)
         except Exception as exc:
             mapped = translate(exc)

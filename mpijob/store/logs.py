@@ -1,8 +1,9 @@
 """Container logs on disk, one file per container, every line stamped when it was read.
 
-Lines are stored as `<RFC 3339 nanosecond timestamp> <text>\n` (the CRI log shape, without the stream
-tag), so `timestamps=true`, `sinceSeconds` and `tailLines` are answered from the file alone and the
-logs outlive the job and the server.
+Lines are stored as `<RFC 3339 nanosecond timestamp> <rank> <text>\n` (the CRI log shape, with the MPI
+rank that wrote the line, or `-`, where CRI keeps the stream), so `timestamps=true`, `sinceSeconds`,
+`tailLines` and the ranks (`mpijob.api.mpi_output`) are answered from the file alone and the logs
+outlive the job and the server.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
+from mpijob.api.mpi_output import NO_RANK, LauncherOutput, rank_field
+
 FOLLOW_POLL = 0.05  # seconds between looks at a followed file
+_UNRANKED = NO_RANK.encode() + b" "
 
 
 def stamp(t: float | None = None) -> bytes:
@@ -34,8 +38,10 @@ def _parse_stamp(line: bytes) -> float:
         return 0.0
 
 
-def _render(line: bytes, timestamps: bool) -> bytes:
-    return line if timestamps else line.split(b" ", 1)[-1]
+def _render(line: bytes, timestamps: bool, ranks: bool) -> bytes:
+    """A stored line as `pods/log` shows it: the text, after the stamp and the rank when asked for."""
+    stamp, rank, text = line.split(b" ", 2)
+    return (stamp + b" " if timestamps else b"") + (rank + b" " if ranks else b"") + text
 
 
 class LogStore:
@@ -45,10 +51,11 @@ class LogStore:
     def path(self, namespace: str, pod: str, container: str) -> Path:
         return self.root / namespace / pod / f"{container}.log"
 
-    def writer(self, namespace: str, pod: str, container: str) -> LogWriter:
+    def writer(self, namespace: str, pod: str, container: str, mpi: LauncherOutput | None = None) -> LogWriter:
+        """A writer for one output stream; `mpi` reads a launcher's Open MPI tags into ranks."""
         path = self.path(namespace, pod, container)
         path.parent.mkdir(parents=True, exist_ok=True)
-        return LogWriter(path)
+        return LogWriter(path, mpi)
 
     def remove(self, namespace: str, pod: str) -> None:
         """Drop a deleted pod's logs."""
@@ -73,10 +80,10 @@ class LogStore:
         return lines, end
 
     @staticmethod
-    def _render_lines(lines: list[bytes], tail_lines: int | None, timestamps: bool) -> bytes:
+    def _render_lines(lines: list[bytes], tail_lines: int | None, timestamps: bool, ranks: bool) -> bytes:
         if tail_lines is not None:
             lines = lines[-tail_lines:] if tail_lines > 0 else []
-        return b"".join(_render(ln, timestamps) for ln in lines)
+        return b"".join(_render(ln, timestamps, ranks) for ln in lines)
 
     def read(
         self,
@@ -87,10 +94,11 @@ class LogStore:
         tail_lines: int | None = None,
         since_seconds: int | None = None,
         timestamps: bool = False,
+        ranks: bool = False,
         limit_bytes: int | None = None,
     ) -> bytes:
         lines, _ = self._lines(self.path(namespace, pod, container), since_seconds)
-        out = self._render_lines(lines, tail_lines, timestamps)
+        out = self._render_lines(lines, tail_lines, timestamps, ranks)
         return out[:limit_bytes] if limit_bytes is not None else out
 
     async def follow(
@@ -102,12 +110,13 @@ class LogStore:
         tail_lines: int | None = None,
         since_seconds: int | None = None,
         timestamps: bool = False,
+        ranks: bool = False,
         done: Callable[[], bool],
     ) -> AsyncIterator[bytes]:
         """Yield what is there, then new lines as they arrive, until `done()` and drained."""
         path = self.path(namespace, pod, container)
         lines, offset = self._lines(path, since_seconds)  # one read: the follow continues where it ends
-        first = self._render_lines(lines, tail_lines, timestamps)
+        first = self._render_lines(lines, tail_lines, timestamps, ranks)
         if first:
             yield first
         pending = b""
@@ -124,7 +133,7 @@ class LogStore:
                 pending += chunk
                 complete, _, pending = pending.rpartition(b"\n")
                 if complete:
-                    yield b"".join(_render(ln, timestamps) for ln in (complete + b"\n").splitlines(True))
+                    yield b"".join(_render(ln, timestamps, ranks) for ln in (complete + b"\n").splitlines(True))
             elif finished:
                 return
             await asyncio.sleep(FOLLOW_POLL)
@@ -133,21 +142,31 @@ class LogStore:
 class LogWriter:
     """Appends stamped lines for one output stream of a container; safe to reopen after a server
     restart. It writes whole lines only, with O_APPEND, so the writers of a container's stdout and
-    stderr never split each other's lines."""
+    stderr never split each other's lines. With `mpi`, each line's rank is read from Open MPI's tags
+    (bytes that are not UTF-8 pass through unchanged)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, mpi: LauncherOutput | None = None) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self._partial = b""
+        self._mpi = mpi
 
     def write(self, data: bytes) -> None:
         data = self._partial + data
         *lines, self._partial = data.split(b"\n")
-        if lines:
-            now = stamp()
-            os.write(self._fd, b"".join(now + b" " + ln + b"\n" for ln in lines))
+        self._append(lines)
 
     def close(self) -> None:
-        if self._partial:
-            os.write(self._fd, stamp() + b" " + self._partial + b"\n")
-            self._partial = b""
+        self._append([self._partial] if self._partial else [], final=True)
+        self._partial = b""
         os.close(self._fd)
+
+    def _append(self, lines: list[bytes], final: bool = False) -> None:
+        if self._mpi is None:
+            out = [_UNRANKED + ln for ln in lines]
+        else:
+            ranked = [r for ln in lines for r in self._mpi.feed(ln.decode("utf-8", "surrogateescape"))]
+            ranked += self._mpi.flush() if final else []
+            out = [f"{rank_field(rank)} {text}".encode("utf-8", "surrogateescape") for rank, text in ranked]
+        if out:
+            now = stamp()
+            os.write(self._fd, b"".join(now + b" " + ln + b"\n" for ln in out))

@@ -8,7 +8,8 @@ import pytest
 
 from mpijob.api.errors import ApiError
 from mpijob.cli.logs_cmd import Printer
-from mpijob.client.logs import Filter, LogLine, Reorder, merge, parse_line, parse_log, stamp_ns, untag
+from mpijob.api.mpi_output import untag
+from mpijob.client.logs import Filter, LogLine, Reorder, merge, parse_line, parse_log, stamp_ns
 from mpijob.client.wait import Snapshot, _reached, parse_duration
 
 
@@ -39,15 +40,32 @@ def test_equal_stamps_keep_each_pods_own_order_and_unstamped_lines_follow_their_
     assert parse_line("p", "no stamp here", 3, 42) == [LogLine(42, "p", 3, "", "no stamp here")]
 
 
+def _pieces(text: str) -> list[tuple[int | None, str]]:
+    return [(p.rank, p.text) for p in untag(text)]
+
+
 def test_open_mpi_rank_tags_become_ranks_and_leave_the_text() -> None:
     # exactly what Open MPI 4.1 `mpirun --tag-output` writes, including a rank that printed no newline
-    assert untag("[1,0]<stdout>:pi ~= 3.14") == [(0, "pi ~= 3.14")]
-    assert untag("[1,12]<stderr>:Traceback") == [(12, "Traceback")]
-    assert untag("[1,0]<stdout>:partial[1,1]<stdout>:out 1") == [(0, "partial"), (1, "out 1")]
-    assert untag("mpirun noticed that process rank 1 exited") == [(None, "mpirun noticed that process rank 1 exited")]
-    assert untag("[1,3]<stdout>:") == [(3, "")]
+    assert _pieces("[1,0]<stdout>:pi ~= 3.14") == [(0, "pi ~= 3.14")]
+    assert _pieces("[1,12]<stderr>:Traceback") == [(12, "Traceback")]
+    assert _pieces("[1,0]<stdout>:partial[1,1]<stdout>:out 1") == [(0, "partial"), (1, "out 1")]
+    assert _pieces("mpirun noticed that process rank 1 exited") == [(None, "mpirun noticed that process rank 1 exited")]
+    assert _pieces("[1,3]<stdout>:") == [(3, "")]
     lines = parse_line("launcher", "2026-01-01T00:00:01Z [1,2]<stdout>:step 1", 4)
     assert [(ln.rank, ln.text, ln.stamp, ln.seq) for ln in lines] == [(2, "step 1", "2026-01-01T00:00:01Z", 4)]
+
+
+def test_a_ranked_line_takes_its_rank_from_its_own_field() -> None:
+    # the local cluster's answer to RANKS_HEADER: `<stamp> <rank|-> <text>`; the text is the program's own
+    line = "2026-01-01T00:00:01Z 3 [1,0]<stdout>: looks like a tag, printed by rank 3"
+    [ln] = parse_line("launcher", line, 0, ranked=True)
+    assert (ln.rank, ln.text) == (3, "[1,0]<stdout>: looks like a tag, printed by rank 3")
+    [ln] = parse_line("launcher", "2026-01-01T00:00:02Z - mpirun: done", 1, ranked=True)
+    assert (ln.rank, ln.text) == (None, "mpirun: done")
+    [ln] = parse_line("launcher", "2026-01-01T00:00:03Z 2 [1,2]<stdout>:asked for tags", 2, ranked=True)
+    assert (ln.rank, ln.text) == (2, "asked for tags")  # a tag the user asked for is shown as the rank
+    [ln] = parse_line("launcher", "2026-01-01T00:00:04Z 1 ", 3, ranked=True)
+    assert (ln.rank, ln.text) == (1, "")
 
 
 def test_a_ranks_line_split_into_pieces_is_put_back_together() -> None:

@@ -41,7 +41,7 @@ def test_quickstart_runs_pi_from_both_sdks(server: ServerInfo, tmp_path: Path) -
             found = PI.findall(r.stdout)
             assert found and float(found[-1]) == pytest.approx(3.141592653589793, abs=1e-9), r.stdout
             outputs.append(r.stdout)
-        assert "[1,0]<stdout>:pi ~= " in outputs[1]  # the upstream SDK shows the launcher's lines as written
+        assert re.search(r"^pi ~= 3\.\d+ on 4 ranks$", outputs[1], re.M), outputs[1]  # as printed: no rank tag
     finally:
         with Client(kubeconfig=str(server.kubeconfig)) as c:
             for job in c.list():

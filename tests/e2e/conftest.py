@@ -15,6 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 from e2e_support import https_client, kubectl_runner
+from kubeflow.common.types import KubernetesBackendConfig
+from kubeflow.trainer import TrainerClient
+from kubernetes import client as k8s_client
 
 from mpijob.server.daemon import ServerInfo
 
@@ -46,3 +49,13 @@ def api(connect: Callable[..., httpx.Client]) -> Iterator[httpx.Client]:
 def home(server: ServerInfo) -> Path:
     """`$MPIJOB_HOME` of the shared server."""
     return server.home
+
+
+@pytest.fixture(scope="module")
+def trainer(server: ServerInfo) -> Iterator[TrainerClient]:
+    """The upstream Kubeflow SDK, unchanged, against the shared server."""
+    previous = k8s_client.Configuration.get_default_copy()  # load_kube_config replaces the global default
+    try:
+        yield TrainerClient(KubernetesBackendConfig(config_file=str(server.kubeconfig), namespace="default"))
+    finally:
+        k8s_client.Configuration.set_default(previous)

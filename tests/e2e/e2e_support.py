@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 import httpx
 import yaml
 
-from mpijob.client.logs import parse_log
 
 KUBECTL = "/usr/bin/kubectl"
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
@@ -147,17 +146,11 @@ def launcher_of(pods: list[Obj]) -> Obj:
     return launchers[0]
 
 
-def pod_log(c: httpx.Client, pod: str, namespace: str = "default", raw: bool = False, **params: Any) -> str:
-    """A pod's log as the ranks printed it: Open MPI's rank tags (on by default on the local cluster)
-    removed, unless `raw`."""
+def pod_log(c: httpx.Client, pod: str, namespace: str = "default", **params: Any) -> str:
+    """A pod's log, as `kubectl logs` gets it."""
     r = c.get(f"/api/v1/namespaces/{namespace}/pods/{pod}/log", params=params)
     assert r.status_code == 200, r.text
-    return r.text if raw else untagged(r.text)
-
-
-def untagged(text: str) -> str:
-    """`[1,0]<stdout>:hello` → `hello`, line by line, each rank's lines whole (as `mpijob logs` shows them)."""
-    return "".join(line.text + "\n" for line in parse_log("pod", text))
+    return r.text
 
 
 def section(text: str, marker: str) -> str:

@@ -9,10 +9,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import yaml
-from e2e_support import trainjob, untagged
-from kubeflow.common.types import KubernetesBackendConfig
+from e2e_support import trainjob
 from kubeflow.trainer import CustomTrainer, TrainerClient
-from kubernetes import client as k8s_client
 
 from mpijob.server.daemon import ServerInfo
 
@@ -29,15 +27,6 @@ def sdk_train() -> None:
           "on", socket.gethostname())
 
 
-@pytest.fixture(scope="module")
-def trainer(server: ServerInfo) -> Iterator[TrainerClient]:
-    previous = k8s_client.Configuration.get_default_copy()  # load_kube_config replaces the global default
-    try:
-        yield TrainerClient(KubernetesBackendConfig(config_file=str(server.kubeconfig), namespace="default"))
-    finally:
-        k8s_client.Configuration.set_default(previous)
-
-
 def test_sdk_lists_and_inspects_a_job_created_with_kubectl(trainer: TrainerClient, kubectl: Kubectl) -> None:
     command = ["mpirun", "bash", "-c", 'echo "src rank=$OMPI_COMM_WORLD_RANK"']
     kubectl("apply", "-f", "-", input=yaml.safe_dump(trainjob(SOURCE, command, num_nodes=2)))
@@ -52,7 +41,7 @@ def test_sdk_lists_and_inspects_a_job_created_with_kubectl(trainer: TrainerClien
     assert SOURCE in [j.name for j in trainer.list_jobs()]
     launcher = next(s for s in trainer.get_job(SOURCE).steps if s.name == "node-0")  # MPI: node-0 = launcher
     assert f"{SOURCE}-launcher-" in launcher.pod_name
-    lines = untagged("\n".join(trainer.get_job_logs(SOURCE))).splitlines()
+    lines = ("\n".join(trainer.get_job_logs(SOURCE))).splitlines()
     assert sorted(line for line in lines if line.startswith("src rank=")) == ["src rank=0", "src rank=1"], lines
 
 
@@ -61,7 +50,7 @@ def test_sdk_train_with_a_custom_trainer_on_the_mpi_runtime(trainer: TrainerClie
     try:
         job = trainer.wait_for_job_status(name, {"Complete"}, timeout=120, polling_interval=1)
         assert job.status == "Complete"
-        logs = untagged("\n".join(trainer.get_job_logs(name)))
+        logs = ("\n".join(trainer.get_job_logs(name)))
         ranks = re.findall(r"^sdk-rank (\d) of 2 on (\S+)$", logs, re.MULTILINE)
         assert sorted(r[0] for r in ranks) == ["0", "1"], logs
         assert {r[1] for r in ranks} == {f"{name}-node-0-0", f"{name}-launcher-0-0"}

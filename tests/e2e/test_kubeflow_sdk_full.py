@@ -9,10 +9,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from e2e_support import TRAINER, job_pods, untagged, wait_for
-from kubeflow.common.types import KubernetesBackendConfig
+from e2e_support import TRAINER, job_pods, wait_for
 from kubeflow.trainer import CustomTrainer, TrainerClient
-from kubernetes import client as k8s_client
 
 from mpijob.server.daemon import ServerInfo
 
@@ -30,15 +28,6 @@ def slow_train() -> None:
     print("slow-start rank", rank, flush=True)
     time.sleep(12)
     print("slow-done rank", rank, flush=True)
-
-
-@pytest.fixture(scope="module")
-def trainer(server: ServerInfo) -> Iterator[TrainerClient]:
-    previous = k8s_client.Configuration.get_default_copy()  # load_kube_config replaces the global default
-    try:
-        yield TrainerClient(KubernetesBackendConfig(config_file=str(server.kubeconfig), namespace="default"))
-    finally:
-        k8s_client.Configuration.set_default(previous)
 
 
 def test_get_runtime_returns_the_mpi_runtime(trainer: TrainerClient) -> None:
@@ -65,7 +54,7 @@ def test_sdk_observes_a_train_job_from_running_to_deleted(trainer: TrainerClient
         assert {s.name for s in during.steps} == {"node-0", "node-1"}, during.steps  # launcher = node-0
 
         # ends when the launcher's container ends; each line keeps Open MPI's rank tag
-        followed = untagged("\n".join(trainer.get_job_logs(name, follow=True))).splitlines()
+        followed = ("\n".join(trainer.get_job_logs(name, follow=True))).splitlines()
         assert sorted(line for line in followed if line.startswith("slow-done")) == \
             ["slow-done rank 0", "slow-done rank 1"], followed
         assert sorted(line for line in followed if line.startswith("slow-start")) == \
@@ -75,7 +64,7 @@ def test_sdk_observes_a_train_job_from_running_to_deleted(trainer: TrainerClient
         assert done.status == "Complete"
         assert trainer.get_job(name).status == "Complete"
 
-        logs = untagged("\n".join(trainer.get_job_logs(name))).splitlines()
+        logs = ("\n".join(trainer.get_job_logs(name))).splitlines()
         assert [line for line in logs if line.startswith("slow-")] == \
             [line for line in followed if line.startswith("slow-")], (logs, followed)
 

@@ -67,7 +67,7 @@ def test_logs_survive_the_job_and_a_server_restart(
         assert condition(tj, "Complete") is not None, tj.get("status")
         launcher = launcher_of(job_pods(c, LOGS))["metadata"]["name"]
     before = kubectl("logs", launcher).stdout
-    assert sorted(re.findall(r"^\[1,\d\]<stdout>:persist rank=(\d)$", before, re.MULTILINE)) == ["0", "1"], before
+    assert sorted(re.findall(r"^persist rank=(\d)$", before, re.MULTILINE)) == ["0", "1"], before
 
     home = Home(info.home)
     assert daemon.stop(home, timeout=30)

@@ -2,7 +2,8 @@
 
 A followed stream ends when the container has terminated (its `containerStatuses[].state.terminated`
 is set), the pod is deleted, or the server stops — what `kubectl logs -f` and the Kubeflow SDK
-expect.
+expect. The lines are what the program printed; the mpijob client's `RANKS_HEADER` adds each line's
+MPI rank beside it (`mpijob.api.mpi_output`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from mpijob.api import errors
+from mpijob.api.mpi_output import RANKS_HEADER
 from mpijob.server.http import parse_bool, parse_int
 from mpijob.server.routes.paths import Target
 from mpijob.server.state import Cluster
@@ -69,7 +71,9 @@ async def serve(request: Request, cluster: Cluster, t: Target) -> Response:
         "tail_lines": parse_int(q.get("tailLines"), "tailLines"),
         "since_seconds": parse_int(q.get("sinceSeconds"), "sinceSeconds"),
         "timestamps": parse_bool(q.get("timestamps"), "timestamps"),
+        "ranks": request.headers.get(RANKS_HEADER, "").lower() == "true",
     }
+    headers = {RANKS_HEADER: "true"} if options["ranks"] else None
     limit = parse_int(q.get("limitBytes"), "limitBytes")
     for key, value in (("tailLines", options["tail_lines"]), ("sinceSeconds", options["since_seconds"]),
                        ("limitBytes", limit)):
@@ -78,7 +82,7 @@ async def serve(request: Request, cluster: Cluster, t: Target) -> Response:
     logs = cluster.logs
     if not follow:
         data = logs.read(ns, name, container, limit_bytes=limit, **options)
-        return Response(data, media_type=TEXT)
+        return Response(data, media_type=TEXT, headers=headers)
 
     def done() -> bool:
         return cluster.stopping.is_set() or _terminated(cluster.store.try_get(t.res, ns, name), container)
@@ -94,4 +98,4 @@ async def serve(request: Request, cluster: Cluster, t: Target) -> Response:
             if limit is not None and sent >= limit:
                 return
 
-    return StreamingResponse(chunks(), media_type=TEXT)
+    return StreamingResponse(chunks(), media_type=TEXT, headers=headers)

@@ -1,0 +1,124 @@
+"""Open MPI's output tags, and the MPI rank kept beside each line of a launcher's log.
+
+`mpirun --tag-output` (`OMPI_MCA_orte_tag_output=1`) prefixes what each rank writes with
+`[jobid,rank]<stream>:`. A Trainer cluster shows the launcher's output untagged, and so must we; yet
+`mpijob logs --rank N` needs each line's rank. So the local cluster turns tagging on, reads the tags
+as the launcher's output arrives, and stores each line's rank beside the line with the tag removed
+(kept when the user asked for tagging). `pods/log` returns the bare lines; a client that sends
+`RANKS_HEADER: true` gets `<rank> ` (or `- `) before each line's text, and the header back to say so.
+A real API server ignores the header and answers plain lines: tags there are the user's own, read by
+`untag`. Tags are in-band: a program that prints text shaped exactly like one (`[1,3]<stdout>:`) has it
+read as a tag.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Generic, Protocol, TypeVar
+
+TAG = re.compile(r"\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>:")
+RANKS_HEADER = "X-Mpijob-Log-Ranks"  # request "true": each line's rank beside it; the response echoes it
+NO_RANK = "-"  # the rank field of a line no rank wrote (mpirun's own messages, untagged output)
+TAG_VARIABLE = "OMPI_MCA_orte_tag_output"
+_TAG_FLAG = re.compile(r"(?<![\w-])(?:--?tag-output|--output[= ]\S*\btag\b)")  # Open MPI 4 / Open MPI 5 spelling
+
+
+@dataclass(frozen=True)
+class Piece:
+    """What one rank wrote (`rank` None: no tag), `tag` the Open MPI tag it came with."""
+
+    rank: int | None
+    text: str
+    tag: str = ""
+
+
+def untag(text: str) -> list[Piece]:
+    """The pieces of one line of tagged output; one untagged piece for a line without tags.
+
+    A rank that prints without a newline is followed on the same line by the next rank's tag, so a
+    line can hold several pieces."""
+    tags = list(TAG.finditer(text))
+    if not tags:
+        return [Piece(None, text)]
+    pieces = [Piece(None, text[: tags[0].start()])] if tags[0].start() else []
+    for tag, after in zip(tags, tags[1:] + [None]):
+        pieces.append(Piece(int(tag[1]), text[tag.end(): after.start() if after else len(text)], tag[0]))
+    return pieces
+
+
+class _Ranked(Protocol):
+    @property
+    def rank(self) -> int | None: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+P = TypeVar("P", bound=_Ranked)
+
+
+class Rejoin(Generic[P]):
+    """Puts each rank's lines back together. Open MPI forwards what a rank writes in chunks, tagging
+    each, so one line of a rank can arrive as two pieces with other ranks' output between them: every
+    piece but the last of a raw line is one that ended without a newline. Works on any dataclass with
+    `rank` and `text`; the joined line keeps the fields of the piece that ended it."""
+
+    def __init__(self) -> None:
+        self._open: dict[int, P] = {}
+
+    def feed(self, pieces: Sequence[P]) -> list[P]:
+        """The complete lines among one raw line's pieces."""
+        out = []
+        for i, piece in enumerate(pieces):
+            if piece.rank is not None:
+                head = self._open.pop(piece.rank, None)
+                if head is not None:
+                    piece = replace(piece, text=head.text + piece.text)  # type: ignore[type-var]
+                if i < len(pieces) - 1:
+                    self._open[piece.rank] = piece
+                    continue
+            out.append(piece)
+        return out
+
+    def flush(self) -> list[P]:
+        """At the end of the output: what ranks printed without a final newline."""
+        out = list(self._open.values())
+        self._open.clear()
+        return out
+
+
+class LauncherOutput:
+    """One output stream of a launcher, line by line: `(rank, text)` for each complete line, the tag
+    removed unless `keep_tags`."""
+
+    def __init__(self, keep_tags: bool) -> None:
+        self.keep_tags = keep_tags
+        self._join: Rejoin[Piece] = Rejoin()
+
+    def feed(self, line: str) -> list[tuple[int | None, str]]:
+        return [self._line(p) for p in self._join.feed(untag(line))]
+
+    def flush(self) -> list[tuple[int | None, str]]:
+        return [self._line(p) for p in self._join.flush()]
+
+    def _line(self, piece: Piece) -> tuple[int | None, str]:
+        return piece.rank, (piece.tag + piece.text if self.keep_tags else piece.text)
+
+
+def asks_for_tags(command: Sequence[str], env: Mapping[str, str]) -> bool:
+    """Whether the user asked for tagged output themselves: `--tag-output` / `--output tag` in the
+    command (a shell string included), or the MCA variable set on."""
+    if env.get(TAG_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on", "enabled"):
+        return True
+    return _TAG_FLAG.search(" ".join(command)) is not None
+
+
+def rank_field(rank: int | None) -> str:
+    return NO_RANK if rank is None else str(rank)
+
+
+def parse_rank_field(field: str) -> int | None:
+    """The rank of a `rank_field`; None for `-` or anything that is not a rank."""
+    return int(field) if field.isdigit() else None

@@ -1,0 +1,31 @@
+"""Container logs on disk: a launcher's log keeps each line's rank beside the program's own bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mpijob.api.mpi_output import LauncherOutput
+from mpijob.store.logs import LogStore
+
+
+def test_the_launchers_log_is_what_the_ranks_printed_with_the_ranks_beside_it(tmp_path: Path) -> None:
+    logs = LogStore(tmp_path)
+    w = logs.writer("ns", "launcher", "node", LauncherOutput(keep_tags=False))
+    # bytes that are not UTF-8 pass through untouched; a line may come in several writes
+    w.write(b"[1,0]<stdout>:caf\xe9 \xff[1,1]<stdout>:one\n[1,0]<std")
+    w.write(b"out>:!\nmpirun: done\n[1,1]<stdout>:tail")
+    w.close()
+    assert logs.read("ns", "launcher", "node") == b"one\ncaf\xe9 \xff!\nmpirun: done\ntail\n"
+    ranked = logs.read("ns", "launcher", "node", ranks=True)
+    assert ranked == b"1 one\n0 caf\xe9 \xff!\n- mpirun: done\n1 tail\n"
+    stamped = logs.read("ns", "launcher", "node", ranks=True, timestamps=True, tail_lines=1).split(b" ", 1)
+    assert stamped[0].endswith(b"Z") and stamped[1] == b"1 tail\n"
+
+
+def test_a_plain_pods_log_is_unchanged_and_has_no_ranks(tmp_path: Path) -> None:
+    logs = LogStore(tmp_path)
+    w = logs.writer("ns", "node", "node")
+    w.write(b"[1,0]<stdout>:not mpirun's output here\n\nlast")
+    w.close()
+    assert logs.read("ns", "node", "node") == b"[1,0]<stdout>:not mpirun's output here\n\nlast\n"
+    assert logs.read("ns", "node", "node", ranks=True) == b"- [1,0]<stdout>:not mpirun's output here\n- \n- last\n"
