@@ -16,9 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Generic, Protocol, TypeVar
+from typing import AnyStr, Generic, Protocol, TypeVar
 
 TAG = re.compile(r"\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>:")
+_TAGS = {str: TAG, bytes: re.compile(TAG.pattern.encode())}
 RANKS_HEADER = "X-Mpijob-Log-Ranks"  # request "true": each line's rank beside it; the response echoes it
 NO_RANK = "-"  # the rank field of a line no rank wrote (mpirun's own messages, untagged output)
 TAG_VARIABLE = "OMPI_MCA_orte_tag_output"
@@ -26,23 +27,25 @@ _TAG_FLAG = re.compile(r"(?<![\w-])(?:--?tag-output|--output[= ]\S*\btag\b)")  #
 
 
 @dataclass(frozen=True)
-class Piece:
+class Piece(Generic[AnyStr]):
     """What one rank wrote (`rank` None: no tag), `tag` the Open MPI tag it came with."""
 
     rank: int | None
-    text: str
-    tag: str = ""
+    text: AnyStr
+    tag: AnyStr
 
 
-def untag(text: str) -> list[Piece]:
-    """The pieces of one line of tagged output; one untagged piece for a line without tags.
+def untag(text: AnyStr) -> list[Piece[AnyStr]]:
+    """The pieces of one line of tagged output (text or bytes); one untagged piece for a line
+    without tags.
 
     A rank that prints without a newline is followed on the same line by the next rank's tag, so a
     line can hold several pieces."""
-    tags = list(TAG.finditer(text))
+    tags = list(_TAGS[type(text)].finditer(text))
+    none = text[:0]
     if not tags:
-        return [Piece(None, text)]
-    pieces = [Piece(None, text[: tags[0].start()])] if tags[0].start() else []
+        return [Piece(None, text, none)]
+    pieces = [Piece(None, text[: tags[0].start()], none)] if tags[0].start() else []
     for tag, after in zip(tags, tags[1:] + [None]):
         pieces.append(Piece(int(tag[1]), text[tag.end(): after.start() if after else len(text)], tag[0]))
     return pieces
@@ -68,6 +71,10 @@ class Rejoin(Generic[P]):
     def __init__(self) -> None:
         self._open: dict[int, P] = {}
 
+    def __bool__(self) -> bool:
+        """Whether some rank's line is unfinished."""
+        return bool(self._open)
+
     def feed(self, pieces: Sequence[P]) -> list[P]:
         """The complete lines among one raw line's pieces."""
         out = []
@@ -90,21 +97,33 @@ class Rejoin(Generic[P]):
 
 
 class LauncherOutput:
-    """One output stream of a launcher, line by line: `(rank, text)` for each complete line, the tag
-    removed unless `keep_tags`."""
+    """One output stream of a launcher, line by line (bytes, as read): each complete line as the log
+    stores it, `<rank> <text>`, the tag removed unless `keep_tags`."""
+
+    _TAG = _TAGS[bytes]
+    _NO_RANK = NO_RANK.encode() + b" "
 
     def __init__(self, keep_tags: bool) -> None:
         self.keep_tags = keep_tags
-        self._join: Rejoin[Piece] = Rejoin()
+        self._join: Rejoin[Piece[bytes]] = Rejoin()
 
-    def feed(self, line: str) -> list[tuple[int | None, str]]:
-        return [self._line(p) for p in self._join.feed(untag(line))]
+    def feed(self, line: bytes) -> list[bytes]:
+        tag = self._TAG.match(line)
+        if not self._join and (tag is None or self._TAG.search(line, tag.end()) is None):  # the usual line
+            if tag is None:
+                return [self._NO_RANK + line] if self._TAG.search(line) is None else self._slow(line)
+            return [tag[1] + b" " + (line if self.keep_tags else line[tag.end():])]
+        return self._slow(line)
 
-    def flush(self) -> list[tuple[int | None, str]]:
-        return [self._line(p) for p in self._join.flush()]
+    def flush(self) -> list[bytes]:
+        return [self._stored(p) for p in self._join.flush()]
 
-    def _line(self, piece: Piece) -> tuple[int | None, str]:
-        return piece.rank, (piece.tag + piece.text if self.keep_tags else piece.text)
+    def _slow(self, line: bytes) -> list[bytes]:
+        return [self._stored(p) for p in self._join.feed(untag(line))]
+
+    def _stored(self, piece: Piece[bytes]) -> bytes:
+        field = self._NO_RANK if piece.rank is None else b"%d " % piece.rank
+        return field + (piece.tag + piece.text if self.keep_tags else piece.text)
 
 
 def asks_for_tags(command: Sequence[str], env: Mapping[str, str]) -> bool:
@@ -115,10 +134,6 @@ def asks_for_tags(command: Sequence[str], env: Mapping[str, str]) -> bool:
     return _TAG_FLAG.search(" ".join(command)) is not None
 
 
-def rank_field(rank: int | None) -> str:
-    return NO_RANK if rank is None else str(rank)
-
-
 def parse_rank_field(field: str) -> int | None:
-    """The rank of a `rank_field`; None for `-` or anything that is not a rank."""
+    """The rank in a stored line's rank field; None for `NO_RANK` or anything that is not a rank."""
     return int(field) if field.isdigit() else None

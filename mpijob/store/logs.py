@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from mpijob.api.mpi_output import NO_RANK, LauncherOutput, rank_field
+from mpijob.api.mpi_output import NO_RANK, LauncherOutput
 
 FOLLOW_POLL = 0.05  # seconds between looks at a followed file
 _UNRANKED = NO_RANK.encode() + b" "
@@ -142,8 +142,7 @@ class LogStore:
 class LogWriter:
     """Appends stamped lines for one output stream of a container; safe to reopen after a server
     restart. It writes whole lines only, with O_APPEND, so the writers of a container's stdout and
-    stderr never split each other's lines. With `mpi`, each line's rank is read from Open MPI's tags
-    (bytes that are not UTF-8 pass through unchanged)."""
+    stderr never split each other's lines. With `mpi`, each line's rank is read from Open MPI's tags."""
 
     def __init__(self, path: Path, mpi: LauncherOutput | None = None) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -164,9 +163,7 @@ class LogWriter:
         if self._mpi is None:
             out = [_UNRANKED + ln for ln in lines]
         else:
-            ranked = [r for ln in lines for r in self._mpi.feed(ln.decode("utf-8", "surrogateescape"))]
-            ranked += self._mpi.flush() if final else []
-            out = [f"{rank_field(rank)} {text}".encode("utf-8", "surrogateescape") for rank, text in ranked]
+            out = [r for ln in lines for r in self._mpi.feed(ln)] + (self._mpi.flush() if final else [])
         if out:
             now = stamp()
             os.write(self._fd, b"".join(now + b" " + ln + b"\n" for ln in out))
