@@ -115,9 +115,9 @@ def parse_log(pod: str, text: str, ranked: bool = False) -> list[LogLine]:
     return out + join.flush()
 
 
-def merge(logs: dict[str, str]) -> list[LogLine]:
-    """Merge-sort several pods' timestamped logs (pod name → text) into one timeline."""
-    return list(heapq.merge(*(parse_log(pod, text) for pod, text in sorted(logs.items()))))
+def merge(logs: Iterable[list[LogLine]]) -> list[LogLine]:
+    """Merge-sort several pods' lines (each pod's in its own order) into one timeline."""
+    return list(heapq.merge(*logs))
 
 
 class Filter:
@@ -197,7 +197,7 @@ def read_pod(cluster: Cluster, pod: str, namespace: str | None = None, tail_line
 def read_merged(cluster: Cluster, pods: Iterable[str], namespace: str | None = None, tail_lines: int | None = None,
                 since_seconds: int | None = None) -> list[LogLine]:
     """Every pod's log merged by timestamp; `tail_lines` keeps the last N lines of the merge."""
-    merged = list(heapq.merge(*(read_pod(cluster, p, namespace, tail_lines, since_seconds) for p in sorted(pods))))
+    merged = merge(read_pod(cluster, p, namespace, tail_lines, since_seconds) for p in pods)
     return merged[-tail_lines:] if tail_lines else ([] if tail_lines == 0 else merged)
 
 

@@ -127,8 +127,9 @@ class JobRunner:
         cwd = None if self.mode == NAMESPACE else home
         # The launcher's output is tagged (LOCAL_MCA); its log keeps the ranks and, unless the user
         # asked for tags, drops them: `kubectl logs` shows what the program printed.
-        command = [*pod.command, *pod.args]
-        mpi = functools.partial(LauncherOutput, keep_tags=asks_for_tags(command, _user_env(pod))) if pod.is_launcher else None
+        mpi = None
+        if pod.is_launcher:
+            mpi = functools.partial(LauncherOutput, keep_tags=asks_for_tags([*pod.command, *pod.args], _user_env(pod)))
         self.procs[pod.name] = await kubelet.spawn(self.logs, self.plan.namespace, pod.name, argv, base_env, cwd, mpi)
         if self._stopping:  # stopped while this pod was being spawned: it must not outlive the job
             self.procs[pod.name].kill(signal.SIGTERM)

@@ -3,9 +3,10 @@
 Two modes, chosen once per server (`mpijob server status` shows which):
 
 * `namespace` (root, and `unshare` works): each pod is a private mount + PID + UTS namespace. Inside it
-  the pod sees, like a container, its own empty `/run` (with sshd's `/run/sshd`) and `/dev/shm`, its own `/etc/hosts` (Trainer's host names → the job's loopback addresses), `/etc/passwd`
-  with the job user, `/etc/ssh/ssh_config`, `/etc/mpi/hostfile` (launcher), the job key at
-  `sshAuthMountPath` and a private writable home, then drops to `runAsUser`. PID 1 of the namespace is
+  the pod sees, like a container, its own empty `/run` (with sshd's `/run/sshd`) and `/dev/shm`, its
+  own `/etc/hosts` (Trainer's host names → the job's loopback addresses), `/etc/passwd` with the job
+  user, `/etc/ssh/ssh_config`, `/etc/mpi/hostfile` (launcher), the job key at `sshAuthMountPath` and a
+  private writable home, then drops to `runAsUser`. PID 1 of the namespace is
   the pod; killing it (or the server dying: `--pdeathsig`/`--kill-child`) takes every process of the pod
   with it, including ranks and `orted`s started through its sshd.
 * `process` (unprivileged fallback): plain process groups running as the server's user. Files stay in
@@ -36,6 +37,7 @@ STAGE = Path("/run/mpijob-stage")  # mount point for the _reachable() staging bi
 # What Debian's sshd needs and only its service unit creates (tmpfiles.d): the privilege separation
 # directory, root-owned and not writable by others. A pod must not rely on the host's.
 PRIVSEP_DIR = "/run/sshd"
+RESOLV = Path("/etc/resolv.conf")  # a link into /run on systemd-resolved hosts, which a pod's own /run hides
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Local-cluster additions to every pod's environment (a trainer.env entry of the same name wins):
 # MPI traffic stays on loopback; an aborting job kills its ranks at once rather than after a grace
@@ -184,6 +186,8 @@ class JobFiles:
         if self.mode == NAMESPACE:
             _write(d / "passwd", _passwd(user), 0o644)
             _write(d / "group", _group(user), 0o644)
+            if resolver := _resolver_under_run():  # the pod's own copy, as the kubelet writes one per pod
+                _write(d / "resolv.conf", resolver.read_text(), 0o644)
         if self.runs_sshd(plan, pod):
             if self.mode == PROCESS and os.geteuid() == 0:  # no private /run here: make what sshd needs
                 os.makedirs(PRIVSEP_DIR, mode=0o755, exist_ok=True)
@@ -249,6 +253,10 @@ class JobFiles:
             f"mkdir -m 0755 {PRIVSEP_DIR}",
             "mkdir -p /dev/shm && mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm",
         ]
+        if resolver := _resolver_under_run():
+            real = shlex.quote(str(resolver))
+            script.append(f"mkdir -p {shlex.quote(str(resolver.parent))} && : > {real} && "
+                          f"mount --bind {shlex.quote(str(d / 'resolv.conf'))} {real}")
         for _, src, dst in mounts:
             script.append(f"mkdir -p {shlex.quote(dst)} 2>/dev/null || true")
             flag = "--bind -o ro" if dst in ("/etc/mpi",) else "--bind"
@@ -299,6 +307,12 @@ class JobFiles:
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _resolver_under_run() -> Path | None:
+    """The file /etc/resolv.conf leads to, when that lies under /run."""
+    real = RESOLV.resolve()
+    return real if real.is_relative_to("/run") and real.is_file() else None
 
 
 def _closed_ancestor(path: Path) -> Path | None:

@@ -40,7 +40,10 @@ def _parse_stamp(line: bytes) -> float:
 
 def _render(line: bytes, timestamps: bool, ranks: bool) -> bytes:
     """A stored line as `pods/log` shows it: the text, after the stamp and the rank when asked for."""
-    stamp, rank, text = line.split(b" ", 2)
+    stamp, _, rest = line.partition(b" ")
+    rank, sep, text = rest.partition(b" ")
+    if not sep or not (rank == _UNRANKED[:-1] or rank.isdigit()):  # stored before ranks were kept
+        rank, text = _UNRANKED[:-1], rest
     return (stamp + b" " if timestamps else b"") + (rank + b" " if ranks else b"") + text
 
 

@@ -26,7 +26,7 @@ def test_merge_orders_lines_of_every_pod_by_time() -> None:
         "pi-node-0-0": "2026-01-01T00:00:01.5Z node first\n2026-01-01T00:00:03Z node last\n",
         "pi-launcher-0-0": "2026-01-01T00:00:01.000000001Z launcher a\n2026-01-01T00:00:02Z launcher b\n",
     }
-    merged = merge(logs)
+    merged = merge(parse_log(pod, text) for pod, text in logs.items())
     assert [(ln.pod, ln.text) for ln in merged] == [
         ("pi-launcher-0-0", "launcher a"), ("pi-node-0-0", "node first"),
         ("pi-launcher-0-0", "launcher b"), ("pi-node-0-0", "node last"),
@@ -36,7 +36,7 @@ def test_merge_orders_lines_of_every_pod_by_time() -> None:
 
 def test_equal_stamps_keep_each_pods_own_order_and_unstamped_lines_follow_their_predecessor() -> None:
     logs = {"b": "2026-01-01T00:00:01Z b1\n2026-01-01T00:00:01Z b2\n", "a": "2026-01-01T00:00:01Z a1\ncontinued\n"}
-    assert [ln.text for ln in merge(logs)] == ["a1", "continued", "b1", "b2"]
+    assert [ln.text for ln in merge(parse_log(pod, text) for pod, text in logs.items())] == ["a1", "continued", "b1", "b2"]
     assert parse_line("p", "no stamp here", 3, 42) == [LogLine(42, "p", 3, "", "no stamp here")]
 
 
@@ -86,8 +86,8 @@ def test_a_ranks_line_split_into_pieces_is_put_back_together() -> None:
 
 
 def test_rank_filter_keeps_one_ranks_lines_and_the_printer_names_pod_and_rank() -> None:
-    merged = merge({"pi-launcher": "2026-01-01T00:00:01Z [1,0]<stdout>:zero\n2026-01-01T00:00:02Z [1,1]<stdout>:one\n"
-                                   "2026-01-01T00:00:03Z plain\n"})
+    merged = parse_log("pi-launcher", "2026-01-01T00:00:01Z [1,0]<stdout>:zero\n2026-01-01T00:00:02Z [1,1]<stdout>:one\n"
+                                      "2026-01-01T00:00:03Z plain\n")
     assert [ln.text for ln in merged if Filter(None, rank=1)(ln)] == ["one"]
     assert [ln.text for ln in merged if Filter("one", rank=0)(ln)] == []
     printer = Printer(prefix=True, timestamps=False, colour=False)

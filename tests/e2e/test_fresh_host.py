@@ -3,12 +3,14 @@
 The server runs in a private mount namespace of the test whose `/run` is an empty tmpfs (no
 `/run/sshd`, which Debian creates only when the ssh service starts), with an empty environment (no
 `HOME`, no `LANG`), in both sandbox modes. A 2-node job must start its sshds, reach every rank and see
-a writable `/dev/shm`, a `HOME` that exists, and a user name for its uid.
+a writable `/dev/shm`, a `HOME` that exists, and a user name for its uid. The host's
+`/etc/resolv.conf` is made a link into `/run`, as systemd-resolved makes it: pods keep name resolution.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +24,10 @@ from mpijob.server import daemon
 from mpijob.store.home import Home
 
 PROBE = r'''echo "rank $OMPI_COMM_WORLD_RANK user=$(id -un) home_exists=$(test -d "$HOME" && echo yes)"
-echo "rank $OMPI_COMM_WORLD_RANK shm=$(touch /dev/shm/probe-$OMPI_COMM_WORLD_RANK && echo writable)"'''
+echo "rank $OMPI_COMM_WORLD_RANK shm=$(touch /dev/shm/probe-$OMPI_COMM_WORLD_RANK && echo writable)"
+echo "rank $OMPI_COMM_WORLD_RANK $(grep -h nameserver /etc/resolv.conf)"'''
+STUB = "/run/systemd/resolve/stub-resolv.conf"
+NAMESERVER = "nameserver 127.0.0.53"
 
 
 @pytest.fixture(params=["namespace", "process"])
@@ -32,7 +37,12 @@ def bare_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Home
         pytest.fail("this test hides the host's /run in a mount namespace: run the suite as root (CI does)")
     home = Home(tmp_path / "home").ensure()
     env = [f"PATH={os.environ['PATH']}", f"MPIJOB_HOME={home.root}", f"MPIJOB_SANDBOX={request.param}"]
-    script = 'mount -t tmpfs -o mode=0755 tmpfs /run && exec env -i "$@"'
+    etc = tmp_path / "etc"  # the host's /etc, but with resolv.conf a link into /run
+    shutil.copytree("/etc", etc, symlinks=True, ignore_dangling_symlinks=True)
+    (etc / "resolv.conf").unlink()
+    (etc / "resolv.conf").symlink_to(STUB)
+    script = (f"mount -t tmpfs -o mode=0755 tmpfs /run && mkdir -p {os.path.dirname(STUB)} && "
+              f"echo '{NAMESERVER}' > {STUB} && mount --bind {etc} /etc && exec env -i \"$@\"")
     with open(home.server_log, "ab") as out:
         proc = subprocess.Popen(
             ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "bare",
@@ -66,3 +76,4 @@ def test_a_job_runs_where_no_service_ever_ran(bare_server: Home) -> None:
         user = next((ln for ln in lines if ln.startswith(f"rank {rank} user=")), "")
         assert user and "user= " not in user and user.endswith("home_exists=yes"), text
         assert f"rank {rank} shm=writable" in lines, text
+        assert f"rank {rank} {NAMESERVER}" in lines, text

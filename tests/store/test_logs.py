@@ -29,3 +29,13 @@ def test_a_plain_pods_log_is_unchanged_and_has_no_ranks(tmp_path: Path) -> None:
     w.close()
     assert logs.read("ns", "node", "node") == b"[1,0]<stdout>:not mpirun's output here\n\nlast\n"
     assert logs.read("ns", "node", "node", ranks=True) == b"- [1,0]<stdout>:not mpirun's output here\n- \n- last\n"
+
+
+def test_lines_stored_before_ranks_were_kept_still_read_whole(tmp_path: Path) -> None:
+    logs = LogStore(tmp_path)
+    path = logs.path("ns", "old", "node")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"2026-01-01T00:00:01.000000000Z hello world\n2026-01-01T00:00:02.000000000Z \n"
+                     b"2026-01-01T00:00:03.000000000Z one\n")
+    assert logs.read("ns", "old", "node") == b"hello world\n\none\n"
+    assert logs.read("ns", "old", "node", ranks=True) == b"- hello world\n- \n- one\n"
