@@ -72,3 +72,16 @@ class CorePool:
 
     def release(self, cores: list[int]) -> None:
         self._free = sorted(set(self._free) | set(cores))
+
+
+def crowding(slots: int, hosts: list[list[int]]) -> tuple[int, int] | None:
+    """`(ranks, cores)` where a job's ranks outnumber the cores they can run on, else None.
+
+    `hosts` holds each MPI host's pinned cores ([] for a host that runs unpinned, sharing every core
+    of the machine with the other unpinned hosts); each host runs `slots` ranks."""
+    machine = len(os.sched_getaffinity(0))
+    unpinned = slots * sum(1 for cores in hosts if not cores)
+    worst = [(slots, len(cores)) for cores in hosts if cores and slots > len(cores)]
+    if unpinned > machine:
+        worst.append((unpinned, machine))
+    return max(worst, key=lambda rc: rc[0] / rc[1], default=None)

@@ -7,6 +7,9 @@ from typing import Any
 from mpijob.store.objects import now
 
 COMPLETE, FAILED, SUSPENDED = "Complete", "Failed", "Suspended"
+# Failed reasons beside JobSet's FailedJobs: Trainer's own, and ours for a control plane that went away
+DEADLINE_EXCEEDED, DEADLINE_MESSAGE = "DeadlineExceeded", "TrainJob exceeded its active deadline"
+RESTARTED = "ControlPlaneRestarted"
 JOB_SET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 RJOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 

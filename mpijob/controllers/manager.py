@@ -27,7 +27,6 @@ from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
-RESTARTED = "ControlPlaneRestarted"
 # Changes to these can change what the scheduler admits.
 QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort", "Namespace"})
 
@@ -83,9 +82,9 @@ class Manager:
             for p in pods:
                 if p.get("status", {}).get("phase") in ("Pending", "Running"):
                     kubelet.set_terminated(self.store, meta["namespace"], p["metadata"]["name"],
-                                           kubelet.Exit(137, 9), RESTARTED, message)
+                                           kubelet.Exit(137, 9), cond.RESTARTED, message)
             self.trainjobs.finish(self.store.get(TRAINJOBS, meta["namespace"], meta["name"]),
-                                   Outcome(False, RESTARTED, message))
+                                   Outcome(False, cond.RESTARTED, message))
 
     async def _loop(self, ready: asyncio.Event) -> None:
         stream = self.store.watch(None)

@@ -142,14 +142,24 @@ def _container_status(pod: dict[str, Any], state: dict[str, Any], ready: bool) -
     }
 
 
-def _conditions(ready: bool, ts: str) -> list[dict[str, Any]]:
-    status = "True" if ready else "False"
-    return [
-        {"type": "PodScheduled", "status": "True", "lastTransitionTime": ts},
-        {"type": "Initialized", "status": "True", "lastTransitionTime": ts},
-        {"type": "ContainersReady", "status": status, "lastTransitionTime": ts},
-        {"type": "Ready", "status": status, "lastTransitionTime": ts},
-    ]
+def _conditions(pod: dict[str, Any], ready: bool, ts: str, phase: str = "Running") -> list[dict[str, Any]]:
+    """The kubelet's four pod conditions. A transition time moves only when a status flips; a pod
+    that is not ready says why, in the kubelet's words."""
+    before = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or []}
+    container = pod["spec"]["containers"][0]["name"]
+    if ready:
+        why: dict[str, str] = {}
+    elif phase in ("Succeeded", "Failed"):
+        why = {"reason": "PodCompleted" if phase == "Succeeded" else "PodFailed"}
+    else:
+        why = {"reason": "ContainersNotReady", "message": f"containers with unready status: [{container}]"}
+    out = []
+    for kind, status in (("PodScheduled", True), ("Initialized", True), ("ContainersReady", ready), ("Ready", ready)):
+        value = "True" if status else "False"
+        old = before.get(kind) or {}
+        since = old.get("lastTransitionTime") if old.get("status") == value else ts
+        out.append({"type": kind, "status": value, "lastTransitionTime": since or ts, **({} if status else why)})
+    return out
 
 
 def set_running(store: Store, namespace: str, name: str, ip: str, ready: bool = False) -> dict[str, Any] | None:
@@ -165,7 +175,7 @@ def set_running(store: Store, namespace: str, name: str, ip: str, ready: bool = 
         podIPs=[{"ip": ip}],
         hostIP="127.0.0.1",
         startTime=started,
-        conditions=_conditions(ready, ts),
+        conditions=_conditions(pod, ready, ts),
         containerStatuses=[_container_status(pod, {"running": {"startedAt": started}}, ready)],
     )
     return store.update(PODS, pod, status=True)
@@ -190,9 +200,10 @@ def set_terminated(
         terminated["signal"] = exit.signal
     if message:
         terminated["message"] = message
+    phase = "Succeeded" if exit.ok else "Failed"
     status.update(
-        phase="Succeeded" if exit.ok else "Failed",
-        conditions=_conditions(False, ts),
+        phase=phase,
+        conditions=_conditions(pod, False, ts, phase),
         containerStatuses=[_container_status(pod, {"terminated": terminated}, False)],
     )
     if message:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from mpijob.api.mpi_output import LauncherOutput, asks_for_tags
 from mpijob.api.plan import PodPlan, RunPlan
+from mpijob.controllers import conditions as cond
 from mpijob.controllers import pods as kubelet
 from mpijob.controllers.cgroups import PodCgroup
 from mpijob.controllers.sandbox import (
@@ -19,6 +20,7 @@ from mpijob.controllers.sandbox import (
     NAMESPACE,
     PROCESS,
     SSH_PORT,
+    YIELD_WHEN_IDLE,
     JobFiles,
     User,
     job_user,
@@ -43,17 +45,20 @@ class JobRunner:
     def __init__(
         self, store: Store, logs: LogStore, files: JobFiles, plan: RunPlan, ips: dict[str, str], cluster_id: str,
         gpus: dict[str, list[int]] | None = None, cores: dict[str, list[int]] | None = None,
+        yield_when_idle: bool = False,
     ) -> None:
         self.store, self.logs, self.files, self.plan, self.ips = store, logs, files, plan, ips
         self.cluster_id = cluster_id
         self.gpus = gpus or {}  # pod name → its GPU indices (disjoint across running pods)
         self.cores = cores or {}  # pod name → its CPU cores, when it asked for whole CPUs and they fit
+        self.local_mca = {**LOCAL_MCA, **({YIELD_WHEN_IDLE: "1"} if yield_when_idle else {})}
         self.requeue = False  # stopped by Kueue (preempted, suspended): runs again once re-admitted
         self.mode = files.mode
         self.procs: dict[str, kubelet.PodProcess] = {}
         self.exits: dict[str, kubelet.Exit] = {}
         self.cgroups: dict[str, PodCgroup] = {}
         self._stopping: str | None = None
+        self._stop_reason = cond.RESTARTED
 
     # -- environment ---------------------------------------------------------------------------
 
@@ -67,7 +72,7 @@ class JobRunner:
 
     def _session_env(self, pod: PodPlan, user: User) -> dict[str, str]:
         """What sshd gives every remote session (ranks, orted): trainer.env reaches every rank."""
-        env = {"PATH": pod_path(), **LOCAL_MCA, "MPIJOB_CLUSTER": self.cluster_id, **self._devices(pod)}
+        env = {"PATH": pod_path(), **self.local_mca, "MPIJOB_CLUSTER": self.cluster_id, **self._devices(pod)}
         if self.mode == PROCESS:
             env["HOME"] = user.home
         if user.uid == 0:
@@ -84,7 +89,7 @@ class JobRunner:
             "USER": user.name,
             "LOGNAME": user.name,
             "HOSTNAME": pod.hostname,
-            **LOCAL_MCA,
+            **self.local_mca,
             **self._marker(pod),
             **self._devices(pod),
         }
@@ -133,7 +138,9 @@ class JobRunner:
         self.procs[pod.name] = await kubelet.spawn(self.logs, self.plan.namespace, pod.name, argv, base_env, cwd, mpi)
         if self._stopping:  # stopped while this pod was being spawned: it must not outlive the job
             self.procs[pod.name].kill(signal.SIGTERM)
-        kubelet.set_running(self.store, self.plan.namespace, pod.name, self.ips[pod.hostname])
+        # Ready as a kubelet sees it: a node once its sshd accepts the job key (the runtime's readiness
+        # probe on port 2222, see _ready), the launcher (no probe) as soon as it runs
+        kubelet.set_running(self.store, self.plan.namespace, pod.name, self.ips[pod.hostname], ready=pod.is_launcher)
 
     async def _ready(self, pod: PodPlan, user: User, key: str) -> None:
         """Wait until the pod's sshd accepts the job key (a real ssh authentication)."""
@@ -200,7 +207,7 @@ class JobRunner:
         except Stopped:
             outcome = Outcome(False, "Stopped", str(self._stopping))
         if self._stopping:
-            outcome = Outcome(False, "ControlPlaneRestarted", self._stopping)
+            outcome = Outcome(False, self._stop_reason, self._stopping)
         await self.teardown(outcome)
         return outcome
 
@@ -220,7 +227,8 @@ class JobRunner:
         if pod.is_launcher and waits[first] == pod.name:
             msg = f"launcher pod {pod.name} exited with {result.describe()}"
             detail = _rank_failure(self.logs.read(self.plan.namespace, pod.name, kubelet.CONTAINER, tail_lines=60))
-            msg = f"{detail}; {msg}" if detail else msg
+            last = self._last_line(pod.name)
+            msg = f"{detail}; {msg}" if detail else f"{msg}: {last}" if last else msg
         else:
             msg = f"node pod {pod.name} ({pod.host}) exited with {result.describe()} while the job was running"
         ooms = [p for p, cg in self.cgroups.items() if cg.oom_kills()]
@@ -253,7 +261,7 @@ class JobRunner:
                 kubelet.set_terminated(self.store, self.plan.namespace, key, kubelet.Exit(0), "Completed",
                                        "stopped after the TrainJob completed")
             elif key in live:
-                kubelet.set_terminated(self.store, self.plan.namespace, key, exit, "ControlPlaneRestarted" if self._stopping else None,
+                kubelet.set_terminated(self.store, self.plan.namespace, key, exit, self._stop_reason if self._stopping else None,
                                        f"stopped because the TrainJob failed: {outcome.message}")
             else:
                 kubelet.set_terminated(self.store, self.plan.namespace, key, exit)
@@ -264,10 +272,12 @@ class JobRunner:
         if self._stopping:
             raise Stopped(self._stopping)
 
-    def stop(self, message: str, requeue: bool = False) -> None:
-        """Abort (server shutdown, deletion, eviction), in any phase: a job still starting starts no
-        further pod, a running one's supervise loop returns; teardown follows."""
+    def stop(self, message: str, requeue: bool = False, reason: str = cond.RESTARTED) -> None:
+        """Abort (server shutdown, deletion, eviction, deadline), in any phase: a job still starting
+        starts no further pod, a running one's supervise loop returns; teardown follows and the job
+        ends with `reason` unless it is requeued."""
         self._stopping = message
+        self._stop_reason = reason
         self.requeue = requeue
         for p in self.procs.values():
             p.kill(signal.SIGTERM)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,10 +26,10 @@ from mpijob.api.resources import (
 )
 from mpijob.api.selectors import parse_labels
 from mpijob.controllers import conditions as cond
-from mpijob.controllers import events
-from mpijob.controllers.addresses import AddressPool, CorePool, DevicePool
+from mpijob.controllers import deadline, events
+from mpijob.controllers.addresses import AddressPool, CorePool, DevicePool, crowding
 from mpijob.controllers.runner import JobRunner, Outcome
-from mpijob.controllers.sandbox import SSH_PORT, JobFiles, job_user
+from mpijob.controllers.sandbox import SSH_PORT, YIELD_WHEN_IDLE, JobFiles, job_user
 from mpijob.controllers.workloads import (
     DEFAULT_CLUSTER_QUEUE,
     DEFAULT_LOCAL_QUEUE,
@@ -69,6 +70,7 @@ class TrainJobController:
         self.cores = CorePool()
         self.kick = kick  # asks the queueing controller for a scheduling cycle
         self.runners: dict[str, tuple[JobRunner, asyncio.Task[None]]] = {}
+        self.deadlines: dict[str, asyncio.TimerHandle] = {}  # uid → the check at its activeDeadlineSeconds
 
     def files(self, tj: Obj) -> JobFiles:
         meta = tj["metadata"]
@@ -84,8 +86,12 @@ class TrainJobController:
             return
         if tj.get("spec", {}).get("suspend"):
             if cond.set_condition(tj, cond.SUSPENDED, True, "Suspended", "TrainJob is suspended"):
-                self.store.update(TRAINJOBS, tj, status=True)
-            self._sync_workload(tj)
+                tj = self.store.update(TRAINJOBS, tj, status=True)
+            try:  # created suspended, it still gets its (inactive) Workload, as under Kueue
+                plan: RunPlan | None = resolve(tj, self._runtime(tj))
+            except ApiError:
+                plan = None  # its runtime is missing or unusable: it fails when it is resumed
+            self._sync_workload(tj, plan, render.owner_reference(tj) if plan else None)
             if uid in self.runners:
                 asyncio.create_task(self.evict(tj, "the TrainJob was suspended"))
             return
@@ -93,6 +99,7 @@ class TrainJobController:
             cond.set_condition(tj, cond.SUSPENDED, False, "Resumed", "TrainJob is resumed")
             tj = self.store.update(TRAINJOBS, tj, status=True)
         if uid in self.runners:
+            self._watch_deadline(tj)
             return
         current = self.store.try_get(TRAINJOBS, tj["metadata"]["namespace"], tj["metadata"]["name"])
         if current is None or current["metadata"]["uid"] != uid:
@@ -120,8 +127,51 @@ class TrainJobController:
         cores = {p.name: self.cores.take(whole_cpus(p.resources)) for p in plan.pods}
         launcher = next(p for p in plan.pods if p.is_launcher)
         files.write(plan, private_pem, public_line, ips, job_user(plan, launcher, self.mode))
-        runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus, cores)
+        crowded = self._crowded(tj, plan, cores)
+        runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus, cores, crowded)
         self.runners[uid] = (runner, asyncio.create_task(self._run(tj, plan, runner)))
+        self._watch_deadline(tj, wl)
+
+    def _crowded(self, tj: Obj, plan: RunPlan, cores: dict[str, list[int]]) -> bool:
+        """Whether the job's ranks outnumber their cores, so they must yield when idle (said in an Event;
+        the user's own setting in trainer.env wins)."""
+        found = crowding(plan.slots, [cores[p.name] for p in plan.pods if p.in_hostfile])
+        if found is None:
+            return False
+        ranks, count = found
+        own = next((e.get("value") for e in plan.user_env if e.get("name") == YIELD_WHEN_IDLE), None)
+        choice = (f"trainer.env sets {YIELD_WHEN_IDLE}={own}, which wins" if own is not None else
+                  f"ranks yield the CPU while they wait ({YIELD_WHEN_IDLE}=1; set it in trainer.env to choose)")
+        events.record(self.store, tj, "Oversubscribed", f"{ranks} MPI ranks share {count} CPU core(s): {choice}")
+        return own is None
+
+    def _watch_deadline(self, tj: Obj, wl: Obj | None = None) -> None:
+        """Fail a running job whose activeDeadlineSeconds has passed, or look again when it will."""
+        meta = tj["metadata"]
+        if wl is None:
+            wl = self.store.try_get(WORKLOADS, meta["namespace"], workload_name(tj))
+        handle = self.deadlines.pop(meta["uid"], None)
+        if handle:
+            handle.cancel()
+        at = deadline.due(tj, wl)
+        if at is None:
+            return
+        left = at - time.time()
+        if left > 0:
+            self.deadlines[meta["uid"]] = asyncio.get_running_loop().call_later(
+                left, self._deadline_check, meta["namespace"], meta["name"], meta["uid"])
+            return
+        entry = self.runners.get(meta["uid"])
+        if entry:  # the runner ends the job with this reason once its pods are stopped
+            entry[0].stop(cond.DEADLINE_MESSAGE, reason=cond.DEADLINE_EXCEEDED)
+        else:
+            self.finish(tj, Outcome(False, cond.DEADLINE_EXCEEDED, cond.DEADLINE_MESSAGE))
+
+    def _deadline_check(self, namespace: str, name: str, uid: str) -> None:
+        self.deadlines.pop(uid, None)
+        tj = self.store.try_get(TRAINJOBS, namespace, name)
+        if tj is not None and tj["metadata"]["uid"] == uid:
+            self._watch_deadline(tj)
 
     def _sync_workload(self, tj: Obj, plan: RunPlan | None = None, owner: Obj | None = None,
                        finished: bool = False) -> Obj | None:

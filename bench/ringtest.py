@@ -1,0 +1,136 @@
+"""mpi4py's ringtest with more ranks than cores: a TrainJob on the local cluster against the same
+program under a bare `mpirun --oversubscribe` on the same machine, in the same run.
+
+    .venv/bin/python bench/ringtest.py [--runs N] [--loops L]
+
+Open MPI busy-polls while a rank waits for a message; when ranks outnumber cores the rank that should
+send is starved by the ones spinning. A bare `mpirun --oversubscribe` knows it oversubscribes and
+yields; a TrainJob's hosts each advertise their slots, so Open MPI cannot know, and the local cluster
+sets `OMPI_MCA_mpi_yield_when_idle=1` itself. The `no_yield` side is a TrainJob whose trainer.env sets
+it to 0: what every job did before. Prints one JSON object (bench/README.md); exit 1 when something
+failed to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from surfaces import (  # noqa: E402 — the sibling module, found whether run from the repo root or bench/
+    NAMESPACE,
+    PYTHON,
+    BenchError,
+    alternate,
+    create,
+    delete_all,
+    launcher_pod,
+    raw_client,
+    stats,
+    wait_complete,
+    wait_runtime,
+)
+
+from mpijob.server import daemon  # noqa: E402
+from mpijob.store.home import Home  # noqa: E402
+
+RANKS = 4
+TIME = re.compile(r"time for (\d+) loops = ([0-9.e+-]+) seconds \((\d+) processes")
+
+
+def ringtest(loops: int) -> list[str]:
+    return [PYTHON, "-m", "mpi4py.bench", "ringtest", "-l", str(loops), "-s", "10"]
+
+
+def reported(text: str) -> float:
+    """The seconds ringtest reports for its loops (rank 0's line)."""
+    m = TIME.search(text)
+    if m is None or int(m[3]) != RANKS:
+        raise BenchError(f"no ringtest result for {RANKS} processes in:\n{text[-2000:]}")
+    return float(m[2])
+
+
+def run_job(http: Any, loops: int, env: dict[str, str]) -> tuple[float, float]:
+    """(ringtest's own seconds, create → Complete seconds) of one TrainJob."""
+    name = f"ring-{uuid.uuid4().hex[:6]}"
+    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+           "metadata": {"name": name, "namespace": NAMESPACE},
+           "spec": {"runtimeRef": {"name": "mpi-distributed"},
+                    "trainer": {"numNodes": RANKS, "command": ["mpirun", *ringtest(loops)],
+                                "env": [{"name": k, "value": v} for k, v in env.items()]}}}
+    t0 = time.perf_counter()
+    create(http, job)
+    wait_complete(http, [name], timeout=600)
+    wall = time.perf_counter() - t0
+    log = http.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{launcher_pod(http, name)}/log").text
+    delete_all(http, [name])
+    return reported(log), wall
+
+
+def run_bare(loops: int) -> tuple[float, float]:
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}
+    t0 = time.perf_counter()
+    out = subprocess.run(["mpirun", "--oversubscribe", "-np", str(RANKS), *ringtest(loops)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise BenchError(f"bare mpirun exited {out.returncode}:\n{out.stderr[-2000:]}")
+    return reported(out.stdout), wall
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--loops", type=int, default=100)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="mpijob-ringtest-") as tmp:
+        home = Home(Path(tmp) / "home")
+        info = daemon.start(home, timeout=60)
+        try:
+            with raw_client(info.kubeconfig) as http:
+                wait_runtime(http)
+                walls: dict[str, list[float]] = {"ours": [], "baseline": [], "no_yield": []}
+
+                def side(name: str, run: Any) -> Any:
+                    def once() -> float:
+                        seconds, wall = run()
+                        walls[name].append(wall)
+                        return seconds
+                    return once
+
+                samples = alternate(args.runs, {
+                    "ours": side("ours", lambda: run_job(http, args.loops, {})),
+                    "baseline": side("baseline", lambda: run_bare(args.loops)),
+                    "no_yield": side("no_yield", lambda: run_job(http, args.loops,
+                                                                 {"OMPI_MCA_mpi_yield_when_idle": "0"})),
+                })
+        except BenchError as e:
+            print(f"bench/ringtest.py: {e}", file=sys.stderr)
+            return 1
+        finally:
+            daemon.stop(home)
+    median = {k: stats(v, 5) for k, v in samples.items()}
+    print(json.dumps({
+        "runs": args.runs, "loops": args.loops, "ranks": RANKS, "cores": len(os.sched_getaffinity(0)),
+        "sandbox_mode": info.sandbox_mode,
+        "ringtest_s": median,
+        "ratio_ours_to_baseline": round(median["ours"]["median"] / median["baseline"]["median"], 2),
+        "ratio_no_yield_to_ours": round(median["no_yield"]["median"] / median["ours"]["median"], 1),
+        "job_wall_s": {k: stats(v) for k, v in walls.items()},
+        "samples_s": samples,
+    }, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
