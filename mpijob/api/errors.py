@@ -33,6 +33,7 @@ class ApiError(Exception):
     group: str = ""
     kind: str = ""
     causes: list[Cause] = field(default_factory=list)
+    continue_token: str = ""  # a list's `metadata.continue`: kube sends one with an expired token's 410
 
     def __str__(self) -> str:
         return self.message
@@ -41,7 +42,7 @@ class ApiError(Exception):
         status: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": {"continue": self.continue_token} if self.continue_token else {},
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
@@ -97,9 +98,27 @@ def forbidden(message: str) -> ApiError:
     return ApiError(403, "Forbidden", message)
 
 
-def gone(message: str) -> ApiError:
-    """410 Expired: a watch asked for a resourceVersion older than the kept history."""
-    return ApiError(410, "Expired", message)
+def gone(message: str, continue_token: str = "") -> ApiError:
+    """410 Expired: a watch or a continued list asked for a resourceVersion older than the kept history."""
+    return ApiError(410, "Expired", message, continue_token=continue_token)
+
+
+def invalid_continue(detail: str) -> ApiError:
+    """400 for a `continue` token this server did not issue (kube-apiserver's wording)."""
+    return bad_request(f"invalid continue token: continue key is not valid: {detail}")
+
+
+def continue_expired(inconsistent_token: str) -> ApiError:
+    """410 for a token whose snapshot is gone, with a token that resumes at the latest version, as kube
+    gives it: the client may restart the list, or accept an inconsistent one."""
+    return gone(
+        "The provided continue parameter is too old to display a consistent list result. You can start a "
+        "new list without the continue parameter, or use the continue token in this response to retrieve "
+        "the remainder of the results. Continuing with the provided token results in an inconsistent list "
+        "- objects that were created, modified, or deleted between the time the first chunk was returned "
+        "and now may show up in the list.",
+        inconsistent_token,
+    )
 
 
 def method_not_allowed(message: str) -> ApiError:

@@ -8,12 +8,15 @@ The store is used from one asyncio loop; watchers get events through in-process 
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import json
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,18 @@ CREATE TABLE IF NOT EXISTS changes (
 """
 
 Obj = dict[str, Any]
+Key = tuple[str, str]  # (namespace, name): the order lists are served and continued in
+TOKEN_VERSION = "meta.k8s.io/v1"
+
+
+@dataclass(frozen=True)
+class Page:
+    """One chunk of a list with what kube puts in its `ListMeta`."""
+
+    items: list[Obj]
+    resource_version: str
+    continue_token: str = ""  # empty on the last chunk
+    remaining: int | None = None  # objects after this chunk; None when a selector makes it unknown
 
 
 def now() -> str:
@@ -92,6 +107,85 @@ class Store:
         items = [json.loads(body) for (body,) in rows]
         items = [o for o in items if matches(o, labels or [], fields or [])]
         return items, self.resource_version
+
+    def list_page(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        labels: list[Requirement] | None = None,
+        fields: list[Requirement] | None = None,
+        *,
+        limit: int = 0,
+        token: str = "",
+    ) -> Page:
+        """A list as kube-apiserver serves it: in key order (namespace, then name), at most `limit`
+        objects (0: all), resumed by `token` from the previous chunk's `continue_token`.
+
+        Every chunk of one list shows the store as it was when the first chunk was served (the
+        token carries that resourceVersion and the key to resume at), so objects created, changed
+        or deleted meanwhile neither appear twice nor go missing, as with etcd's MVCC reads. We
+        keep no old versions beside the change log, so a snapshot lasts as long as the log keeps
+        what it needs (`KEEP_CHANGES`, like etcd's compaction): once it does not, the token is 410
+        Expired, with a token that resumes at the latest version. The token is kube's own format
+        (base64url JSON `{"v", "rv", "start"}`; rv -1 means "the latest"), its start key relative
+        to the list's scope: `name` in one namespace or a cluster-scoped list, `namespace/name`
+        across namespaces. Unlike etcd we know the rest of the list, so `continue_token` is set only
+        when more objects match, and `remaining` is exact, given (as by kube) only without selectors.
+        """
+        scope = namespace if namespace and res.namespaced else None
+        current = int(self.resource_version)
+        at, start = current, ""
+        if token:
+            at, start = _decode_continue(token)
+            if at > current:
+                raise errors.invalid_continue(f"resourceVersion {at} is newer than this server's {current}")
+            if at < 0:
+                at = current
+        rows = self._rows_at(res, scope, at, _start_key(start, scope))
+        if rows is None:
+            raise errors.continue_expired(_encode_continue(-1, start))
+        objs = ((key, json.loads(body)) for key, body in rows)
+        hits = ((key, obj) for key, obj in objs if matches(obj, labels or [], fields or []))
+        chunk = list(islice(hits, limit) if limit > 0 else hits)
+        if limit <= 0 or next(hits, None) is None:
+            return Page([obj for _, obj in chunk], str(at))
+        (ns, name), _ = chunk[-1]
+        last = f"{ns}/{name}" if scope is None and res.namespaced else name
+        return Page([obj for _, obj in chunk], str(at), _encode_continue(at, last + "\0"),
+                    None if labels or fields else len(rows) - len(chunk))
+
+    def _rows_at(self, res: Resource, scope: str | None, at: int, start: Key) -> list[tuple[Key, str]] | None:
+        """`(key, body)` of the objects of `res` in `scope` as they were at resourceVersion `at`,
+        from key `start` on, in key order; None when the change log no longer reaches back to `at`.
+
+        Objects unchanged since `at` are read as stored; those written since are taken back to their
+        last logged version at or before `at` (or dropped when they were created after it)."""
+        where, args = "resource=?", (res.key,)
+        if scope is not None:
+            where, args = "resource=? AND namespace=?", (res.key, scope)
+        oldest = self._db.execute("SELECT MIN(rv) FROM changes").fetchone()[0]
+        if oldest is not None and at < oldest - 1:
+            return None
+        rows = [((ns, name), body) for ns, name, body in self._db.execute(
+            f"SELECT namespace, name, body FROM objects WHERE {where} AND rv<=? AND (namespace, name)>=(?, ?)",
+            (*args, at, *start))]
+        first: dict[Key, str] = {}  # each object written since `at` → the kind of its first write
+        for ns, name, kind in self._db.execute(
+            f"SELECT namespace, json_extract(body, '$.metadata.name'), type FROM changes WHERE {where} AND rv>? "
+            "ORDER BY rv", (*args, at)):
+            first.setdefault((ns, name), kind)
+        for key, kind in first.items():
+            if kind == "ADDED" or key < start:
+                continue
+            then = self._db.execute(
+                "SELECT body FROM changes WHERE resource=? AND namespace=? AND rv<=? "
+                "AND json_extract(body, '$.metadata.name')=? ORDER BY rv DESC LIMIT 1",
+                (res.key, key[0], at, key[1]),
+            ).fetchone()
+            if then is None:
+                return None
+            rows.append((key, then[0]))
+        return sorted(rows)
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -283,3 +377,34 @@ class Store:
 
 def _ns(res: Resource, namespace: str) -> str:
     return (namespace or "default") if res.namespaced else ""
+
+
+def _encode_continue(rv: int, start: str) -> str:
+    raw = json.dumps({"v": TOKEN_VERSION, "rv": rv, "start": start}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).rstrip(b"=").decode()
+
+
+def _decode_continue(token: str) -> tuple[int, str]:
+    """`(resourceVersion, start key)` of a token, checked as kube's `storage.DecodeContinue` does."""
+    try:
+        data = json.loads(base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True))
+    except ValueError as exc:  # bad base64, bytes or JSON
+        raise errors.invalid_continue(str(exc)) from None
+    if not isinstance(data, dict):
+        raise errors.invalid_continue(f"not a JSON object: {type(data).__name__}")
+    if data.get("v") != TOKEN_VERSION:
+        raise errors.invalid_continue(f"server does not recognize this encoded version {data.get('v')}")
+    rv, start = data.get("rv"), data.get("start")
+    if not isinstance(rv, int) or isinstance(rv, bool) or rv == 0:
+        raise errors.invalid_continue(f"incorrect encoded start resourceVersion (version {TOKEN_VERSION})")
+    if not isinstance(start, str) or not start:
+        raise errors.invalid_continue(f"encoded start key empty (version {TOKEN_VERSION})")
+    return rv, start
+
+
+def _start_key(start: str, scope: str | None) -> Key:
+    """The first `(namespace, name)` a scope-relative start key lets through ("" lets all)."""
+    if scope is not None:
+        return scope, start
+    ns, sep, name = start.partition("/")
+    return (ns, name) if sep else ("", start)

@@ -78,26 +78,33 @@ def _render(request: Request, res: Resource, obj: Obj, status: int = 200) -> Res
     return json_response(obj, status)
 
 
-def _sort_key(obj: Obj) -> tuple[str, str]:
-    meta = obj.get("metadata", {})
-    return meta.get("namespace", ""), meta.get("name", "")
-
-
 async def list_objects(request: Request, cluster: Cluster, t: Target) -> Response:
+    """A list, or a watch with `watch=true`; `limit`/`continue` page a list as kube does (not a watch)."""
     q = request.query_params
     labels, fields = parse_labels(q.get("labelSelector")), parse_fields(q.get("fieldSelector"))
+    limit = parse_int(q.get("limit"), "limit") or 0
+    if limit < 0:
+        raise errors.bad_request(f"invalid value for query parameter limit={q['limit']!r}: use 0 or more")
     if parse_bool(q.get("watch"), "watch"):
         return watch.stream(request, cluster, t.res, t.namespace, labels, fields,
                             since=q.get("resourceVersion"),
                             timeout=parse_int(q.get("timeoutSeconds"), "timeoutSeconds"),
                             table=wants_table(request), include_object=q.get("includeObject", "Metadata"))
-    items, rv = cluster.store.list(t.res, t.namespace, labels, fields)
-    items = [from_storage(t.res, o) for o in items]
-    items.sort(key=_sort_key)
+    token = q.get("continue", "")
+    if token and q.get("resourceVersion", "") not in ("", "0"):  # kube lets "0" through: clients send it
+        raise errors.bad_request("specifying resource version is not allowed when using continue")
+    page = cluster.store.list_page(t.res, t.namespace, labels, fields, limit=limit, token=token)
+    items = [from_storage(t.res, o) for o in page.items]
+    meta: Obj = {"resourceVersion": page.resource_version}
+    if page.continue_token:
+        meta["continue"] = page.continue_token
+    if page.remaining is not None:
+        meta["remainingItemCount"] = page.remaining
     if wants_table(request):
-        return json_response(tables.table(t.res, items, rv, include_object=q.get("includeObject", "Metadata")))
+        table = tables.table(t.res, items, page.resource_version, include_object=q.get("includeObject", "Metadata"))
+        return json_response({**table, "metadata": meta})
     return json_response({"kind": f"{t.res.kind}List", "apiVersion": t.res.api_version,
-                          "metadata": {"resourceVersion": rv}, "items": items})
+                          "metadata": meta, "items": items})
 
 
 def get(request: Request, cluster: Cluster, t: Target) -> Response:
