@@ -142,6 +142,8 @@ def _print(kind: str, cqs: list[Obj], lqs: list[Obj], fmt: str | None, single: b
         columns = queue_views.LQ_COLUMNS if show_namespace else queue_views.LQ_COLUMNS[1:]
         output.table(columns + (queue_views.LQ_WIDE if wide else []),
                      [queue_views.local_queue_row(lq, wide, namespace=show_namespace) for lq in lqs])
+    for note in queue_views.inactive_notes(cqs + lqs):  # stderr: the tables stay parseable
+        output.info(note)
 
 
 # -- describe -------------------------------------------------------------------------------------

@@ -136,6 +136,28 @@ def condition(obj: Obj, kind: str) -> Obj | None:
     return next((c for c in _status(obj).get("conditions") or [] if c.get("type") == kind), None)
 
 
+def active(queue: Obj) -> str:
+    """A queue's `Active` condition in one line: `True`, `False (Reason: message)`, or `-` when unset."""
+    c = condition(queue, "Active")
+    if not c:
+        return "-"
+    if c.get("status") == "True":
+        return "True"
+    return f"{c.get('status', '')} ({c.get('reason', '')}: {c.get('message', '')})"
+
+
+def inactive_notes(queues: list[Obj]) -> list[str]:
+    """For `get`: one line per queue whose `Active` condition is False, saying why (Kueue's words)."""
+    notes = []
+    for q in queues:
+        c = condition(q, "Active")
+        if c and c.get("status") == "False":
+            meta = _meta(q)
+            name = f"{meta['namespace']}/{meta.get('name', '')}" if meta.get("namespace") else meta.get("name", "")
+            notes.append(f"{q.get('kind', 'queue')} {name} is inactive ({c.get('reason', '')}): {c.get('message', '')}")
+    return notes
+
+
 def pending_message(workload: Obj | None) -> str:
     """Why a Workload waits: its `QuotaReserved` False message (Kueue's words), else `-`."""
     if not workload:
@@ -228,6 +250,7 @@ def describe_cluster_queue(
     _kv(out, "Strategy", spec.get("queueingStrategy") or "BestEffortFIFO")
     _kv(out, "Namespaces", _selector(spec.get("namespaceSelector")))
     _kv(out, "Stop Policy", spec.get("stopPolicy") or "None")
+    _kv(out, "Active", active(cq))
     _kv(out, "Fair Sharing", f"weight {weight(cq)}, weighted share "
         f"{(_status(cq).get('fairSharing') or {}).get('weightedShare', 0)}")
     out.append("Preemption:")
@@ -260,8 +283,12 @@ def describe_local_queue(
     _kv(out, "Namespace", meta.get("namespace"))
     _kv(out, "Kind", "LocalQueue")
     _kv(out, "Created", f"{meta.get('creationTimestamp')} ({age(meta.get('creationTimestamp'), now)} ago)")
-    _kv(out, "ClusterQueue", f"{spec.get('clusterQueue', '')}" + ("" if cq is not None else "  (not found)"))
+    cq_active = condition(cq, "Active") if cq is not None else None
+    why = ("  (not found)" if cq is None else
+           f"  (inactive: {cq_active.get('message', '')})" if cq_active and cq_active.get("status") == "False" else "")
+    _kv(out, "ClusterQueue", f"{spec.get('clusterQueue', '')}{why}")
     _kv(out, "Stop Policy", spec.get("stopPolicy") or "None")
+    _kv(out, "Active", active(lq))
     if cq is not None:
         _kv(out, "Cohort", cohort(cq) or "<none>")
         _kv(out, "Strategy", _spec(cq).get("queueingStrategy") or "BestEffortFIFO")

@@ -2,13 +2,15 @@
 
 A cycle is `mpijob.controllers.scheduler.schedule(build_snapshot(store))` — pure — and this module
 turns each decision into what Kueue would write: Workload conditions and admission, Events on the
-TrainJob, queue status. Evictions call back into the TrainJob controller, which stops the whole job.
-Cycles are coalesced: a burst of events costs one cycle.
+TrainJob, queue status (the `Active` condition of ClusterQueues and LocalQueues included).
+Evictions call back into the TrainJob controller, which stops the whole job. Cycles are coalesced: a
+burst of events costs one cycle.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,6 +27,8 @@ from mpijob.controllers.scheduler import (
     schedule,
     weighted_shares,
 )
+from mpijob.controllers.scheduler import messages as msg
+from mpijob.controllers.scheduler.admissibility import inactive, local_queue_active
 from mpijob.controllers.scheduler.snapshot import Snapshot
 from mpijob.controllers.workloads import (
     WAITING_ANNOTATION,
@@ -149,7 +153,7 @@ class Queueing:
         if wl is None:
             return
         wl.setdefault("status", {}).pop("admission", None)
-        stopped = d.reason == "ClusterQueueStopped"  # HoldAndDrain: evicted, not preempted
+        stopped = d.reason == msg.EVICTED_BY_CQ_STOPPED  # HoldAndDrain: evicted, not preempted
         why = d.reason if stopped else "Preempted"
         cond.set_condition(wl, "Evicted", True, why, d.message)
         if not stopped:
@@ -214,7 +218,7 @@ class Queueing:
                         flavors.setdefault(fq.name, []).append(
                             {"name": q.name, "total": _qty(q.name, total), "borrowed": _qty(q.name, borrowed)})
             flavor_usage = [{"name": f, "resources": res} for f, res in flavors.items()]
-            status = dict(obj.get("status") or {})
+            status = copy.deepcopy(obj.get("status") or {})  # conditions change in place: compare to the old
             status.update(
                 pendingWorkloads=len(mine) - admitted,
                 reservingWorkloads=admitted,
@@ -224,19 +228,22 @@ class Queueing:
                 fairSharing={"weightedShare": shares.get(name, 0)},
             )
             new = {**obj, "status": status}
-            active = cq.stop_policy == "None"
-            cond.set_condition(new, "Active", active, "Ready" if active else "Stopped",
-                               "Can admit new workloads" if active else f"Stopped by stopPolicy {cq.stop_policy}")
+            state = inactive(snap, cq)
+            cond.set_condition(new, msg.ACTIVE, state is None, state.reason if state else msg.READY,
+                               state.message if state else msg.CAN_ADMIT)
             if new["status"] != obj.get("status"):
                 self.store.update(r.CLUSTER_QUEUES, new, status=True)
         for lq in self.store.list(r.LOCAL_QUEUES)[0]:
             ns, name = lq["metadata"]["namespace"], lq["metadata"]["name"]
             mine = [w for w in snap.workloads if w.namespace == ns and w.local_queue == name]
             admitted = sum(1 for w in mine if w.admission)
-            status = {**(lq.get("status") or {}), "pendingWorkloads": len(mine) - admitted,
+            status = {**copy.deepcopy(lq.get("status") or {}), "pendingWorkloads": len(mine) - admitted,
                       "reservingWorkloads": admitted, "admittedWorkloads": admitted}
+            new = {**lq, "status": status}
+            pointed = (lq.get("spec") or {}).get("clusterQueue", "")
+            cond.set_condition(new, msg.ACTIVE, *local_queue_active(snap, pointed))
             if status != lq.get("status"):
-                self.store.update(r.LOCAL_QUEUES, {**lq, "status": status}, status=True)
+                self.store.update(r.LOCAL_QUEUES, new, status=True)
 
 
 def _scaled(quantity: Any, count: int) -> str:

@@ -112,8 +112,10 @@ def cluster_queue(obj: Obj) -> ClusterQueue:
         )
         for g in spec.get("resourceGroups") or []
     )
+    checks = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []  # v1beta1's list is converted
     return ClusterQueue(
         name=obj["metadata"]["name"],
+        admission_checks=tuple(check["name"] for check in checks),
         groups=groups,
         cohort=spec.get("cohortName") or None,
         strategy=spec.get("queueingStrategy", "BestEffortFIFO"),
@@ -184,10 +186,15 @@ def local_queue_map(store: Store) -> dict[tuple[str, str], str]:
 
 
 def build_snapshot(store: Store) -> Snapshot:
+    """Everything a scheduling cycle decides on. AdmissionCheck and Topology objects are not served
+    here, so the sets of existing ones stay empty: a queue that needs one is inactive, as in Kueue."""
     local_queues = local_queue_map(store)
+    flavors = store.list(r.RESOURCE_FLAVORS)[0]
     return Snapshot(
         cluster_queues={cq["metadata"]["name"]: cluster_queue(cq) for cq in store.list(r.CLUSTER_QUEUES)[0]},
-        flavors=frozenset(f["metadata"]["name"] for f in store.list(r.RESOURCE_FLAVORS)[0]),
+        flavors=frozenset(f["metadata"]["name"] for f in flavors),
+        flavor_topologies={f["metadata"]["name"]: str(f["spec"]["topologyName"]) for f in flavors
+                           if (f.get("spec") or {}).get("topologyName")},
         workloads=tuple(workload(wl, local_queues) for wl in store.list(r.WORKLOADS)[0] if live(wl)),
         namespace_labels={ns["metadata"]["name"]: ns["metadata"].get("labels") or {}
                           for ns in store.list(r.NAMESPACES)[0]},

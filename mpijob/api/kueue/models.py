@@ -2,9 +2,10 @@
 
 They are the structural half of admission: unknown fields are rejected, enums, bounds, name patterns
 and quantities checked, as kube-apiserver checks a custom resource against its schema. Fields that
-the local cluster accepts but does not act on (admission checks, flavor fungibility, topology, pod
-templates) are typed as plain mappings: valid upstream, so accepted, but not checked deeply here.
-`status` is written by controllers and is not checked.
+the local cluster accepts but does not act on (flavor fungibility, admission scope, pod templates) are
+typed as plain mappings: valid upstream, so accepted, but not checked deeply here. Admission checks
+and a flavor's topology are acted on — a ClusterQueue naming either is inactive, as in Kueue when the
+object is missing — so their shape is checked. `status` is written by controllers and is not checked.
 """
 
 from __future__ import annotations
@@ -100,6 +101,15 @@ class LabelSelector(KueueModel):
     match_expressions: list[SelectorRequirement] | None = None
 
 
+class AdmissionCheckStrategyRule(KueueModel):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=316)]
+    on_flavors: Annotated[list[Name], Field(max_length=64)] | None = None
+
+
+class AdmissionChecksStrategy(KueueModel):
+    admission_checks: Annotated[list[AdmissionCheckStrategyRule], Field(min_length=1, max_length=64)]
+
+
 class ClusterQueueSpec(KueueModel):
     resource_groups: Annotated[list[ResourceGroup], Field(max_length=16)] | None = None
     cohort_name: Name | None = None
@@ -108,9 +118,9 @@ class ClusterQueueSpec(KueueModel):
     preemption: Preemption | None = None
     fair_sharing: FairSharing | None = None
     stop_policy: StopPolicy | None = None
+    admission_checks_strategy: AdmissionChecksStrategy | None = None
     # accepted, not acted on by the local cluster
     flavor_fungibility: Obj | None = None
-    admission_checks_strategy: Obj | None = None
     admission_scope: Obj | None = None
     concurrent_admission_policy: Obj | None = None
 

@@ -45,7 +45,26 @@ def _cluster_queue(obj: Obj, _: Obj | None) -> list[Cause]:
         out.append(Cause("spec.preemption", "Invalid value: reclaimWithinCohort=Never and "
                                             "borrowWithinCohort.Policy!=Never; set reclaimWithinCohort to "
                                             "LowerPriority or Any, or borrowWithinCohort.policy to Never"))
-    return out + _weight(spec)
+    return out + _admission_checks(spec) + _weight(spec)
+
+
+def _admission_checks(spec: Obj) -> list[Cause]:
+    """A check is listed once (the CRD's list-map key) and only on flavors the queue has (Kueue's webhook)."""
+    flavors = [f["name"] for g in spec.get("resourceGroups") or [] for f in g.get("flavors") or []]
+    out: list[Cause] = []
+    seen: set[str] = set()
+    for i, check in enumerate((spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []):
+        where = f"spec.admissionChecksStrategy.admissionChecks[{i}]"
+        if check["name"] in seen:
+            out.append(Cause(where, f'Duplicate value: {{"name":{show(check["name"])}}}: an AdmissionCheck may be '
+                                    "listed once; merge the two entries", "FieldValueDuplicate"))
+        seen.add(check["name"])
+        for j, flavor in enumerate(check.get("onFlavors") or []):
+            if flavor not in flavors:
+                supported = ", ".join(show(f) for f in flavors) or "none (the queue lists no flavors)"
+                out.append(Cause(f"{where}.onFlavors[{j}]", f"Unsupported value: {show(flavor)}: supported values: "
+                                                            f"{supported}", "FieldValueNotSupported"))
+    return out
 
 
 def _cohort(obj: Obj, _: Obj | None) -> list[Cause]:

@@ -1,13 +1,32 @@
 """Whether a ClusterQueue may admit anything at all, and whether it accepts a workload's namespace.
 
-Checked before quota, in Kueue's order: LocalQueue, ClusterQueue existence, stop policy, inactive
-(a referenced ResourceFlavor is missing), namespaceSelector.
+`inactive` is the one place that decides whether a ClusterQueue is active, as Kueue's cache does
+(`pkg/cache/scheduler/clusterqueue.go`, `inactiveReason`): a queue is inactive while it is stopped or
+references a ResourceFlavor, AdmissionCheck or Topology (through a flavor's `topologyName`) that does
+not exist. The local cluster serves no AdmissionCheck or Topology, so such a reference holds the queue
+until it is removed. The scheduler holds the queue's workloads (`blocker`), the queueing controller
+writes the queue's `Active` condition from it, and each LocalQueue mirrors it (`local_queue_active`).
+
+Checked before quota, in Kueue's order: LocalQueue, ClusterQueue existence, inactive (stopped first),
+namespaceSelector.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mpijob.controllers.scheduler import messages as msg
 from mpijob.controllers.scheduler.snapshot import ClusterQueue, Snapshot, Workload
+
+
+@dataclass(frozen=True)
+class Inactive:
+    """Why a ClusterQueue admits nothing new: Kueue's `Active=False` reason and message, and plain words."""
+
+    reason: str  # the first cause's, as Kueue reports it
+    message: str  # "Can't admit new workloads: …."
+    human: str  # "ClusterQueue X is inactive: …; <what to do>"
+    stopped: bool  # stopPolicy is set: workloads say "is stopped" rather than "is inactive"
 
 
 def selects(selector: dict | None, labels: dict[str, str]) -> bool:
@@ -31,8 +50,48 @@ def selects(selector: dict | None, labels: dict[str, str]) -> bool:
     return True
 
 
-def missing_flavors(snap: Snapshot, cq: ClusterQueue) -> list[str]:
-    return sorted({f.name for g in cq.groups for f in g.flavors if f.name not in snap.flavors})
+def inactive(snap: Snapshot, cq: ClusterQueue) -> Inactive | None:
+    """None when `cq` can admit; else every cause in Kueue's order (stopped, missing flavors in spec
+    order, missing admission checks sorted, TAS flavors without their Topology), reason of the first."""
+    causes: list[tuple[str, str, str]] = []  # (reason, Kueue's words, plain words with the fix)
+    stopped = cq.stop_policy not in ("", "None")
+    if stopped:
+        causes.append((msg.CQ_STOPPED, msg.STOPPED, ""))
+    flavors = [f.name for g in cq.groups for f in g.flavors]
+    missing = [f for f in flavors if f not in snap.flavors]
+    if missing:
+        causes.append((msg.CQ_FLAVOR_NOT_FOUND, msg.missing_flavors(missing),
+                       f"ResourceFlavor {', '.join(missing)} not found; create it or remove it from the ClusterQueue"))
+    checks = sorted(set(cq.admission_checks) - snap.admission_checks)
+    if checks:
+        causes.append((msg.CQ_ADMISSION_CHECK_NOT_FOUND, msg.missing_admission_checks(checks),
+                       f"AdmissionCheck {', '.join(checks)} not found (this cluster runs no admission check "
+                       f"controllers, so the check could never pass); remove it from the ClusterQueue's "
+                       f"admission checks"))
+    for flavor in sorted(f for f in flavors if f in snap.flavors and f in snap.flavor_topologies):
+        topology = snap.flavor_topologies[flavor]
+        if topology not in snap.topologies:
+            causes.append((msg.CQ_TOPOLOGY_NOT_FOUND, msg.missing_topology(topology, flavor),
+                           f"ResourceFlavor {flavor} names Topology {topology}, which does not exist (this cluster "
+                           f"does no topology-aware scheduling); list a flavor without spec.topologyName in the "
+                           f"ClusterQueue instead"))
+    if not causes:
+        return None
+    head = f"ClusterQueue {cq.name} is " + (f"stopped (stopPolicy {cq.stop_policy})" if stopped else "inactive")
+    plain = [p for _, _, p in causes if p]
+    human = head + (f": {'; '.join(plain)}" if plain else "")
+    return Inactive(causes[0][0], msg.cannot_admit([k for _, k, _ in causes]), human, stopped)
+
+
+def local_queue_active(snap: Snapshot, cluster_queue: str) -> tuple[bool, str, str]:
+    """A LocalQueue's `Active` condition (status, reason, message): Kueue's LocalQueue controller
+    mirrors the state of the ClusterQueue it points at."""
+    cq = snap.cluster_queues.get(cluster_queue)
+    if cq is None:
+        return False, msg.LQ_CQ_MISSING, msg.CANNOT_SUBMIT
+    if inactive(snap, cq) is not None:
+        return False, msg.LQ_CQ_INACTIVE, msg.CANNOT_SUBMIT
+    return True, msg.READY, msg.CAN_SUBMIT
 
 
 def blocker(snap: Snapshot, wl: Workload) -> tuple[str, str, str] | None:
@@ -40,20 +99,17 @@ def blocker(snap: Snapshot, wl: Workload) -> tuple[str, str, str] | None:
     if not wl.cluster_queue:
         human = (f"LocalQueue {wl.local_queue} not found in namespace {wl.namespace}; create it or set the "
                  f"kueue.x-k8s.io/queue-name label to an existing LocalQueue")
-        return ("Misconfigured", msg.local_queue_missing(wl.local_queue), human)
+        return (msg.MISCONFIGURED, msg.local_queue_missing(wl.local_queue), human)
     cq = snap.cluster_queues.get(wl.cluster_queue)
     if cq is None:
-        return ("Misconfigured", msg.cluster_queue_missing(wl.cluster_queue),
+        return (msg.MISCONFIGURED, msg.cluster_queue_missing(wl.cluster_queue),
                 f"ClusterQueue {wl.cluster_queue} (of LocalQueue {wl.namespace}/{wl.local_queue}) not found")
-    if cq.stop_policy not in ("", "None"):
-        return ("Suspended", msg.cluster_queue_stopped(cq.name),
-                f"ClusterQueue {cq.name} is stopped (stopPolicy {cq.stop_policy})")
-    missing = missing_flavors(snap, cq)
-    if missing:
-        return ("Suspended", msg.cluster_queue_inactive(cq.name),
-                f"ClusterQueue {cq.name} is inactive: ResourceFlavor {', '.join(missing)} not found")
+    state = inactive(snap, cq)
+    if state is not None:
+        message = msg.cluster_queue_stopped(cq.name) if state.stopped else msg.cluster_queue_inactive(cq.name)
+        return (msg.SUSPENDED, message, state.human)
     if not selects(cq.namespace_selector, snap.namespace_labels.get(wl.namespace, {})):
         human = (f"ClusterQueue {cq.name} does not admit workloads from namespace {wl.namespace} "
                  f"(its namespaceSelector does not match)")
-        return ("Misconfigured", msg.NAMESPACE_MISMATCH, human)
+        return (msg.MISCONFIGURED, msg.NAMESPACE_MISMATCH, human)
     return None

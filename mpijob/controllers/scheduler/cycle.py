@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from mpijob.controllers.scheduler import fairsharing as fs
 from mpijob.controllers.scheduler import messages as msg
-from mpijob.controllers.scheduler.admissibility import blocker, missing_flavors
+from mpijob.controllers.scheduler.admissibility import blocker, inactive
 from mpijob.controllers.scheduler.decisions import Admit, Decision, Pending, Preempt
 from mpijob.controllers.scheduler.fairsharing import weighted_shares
 from mpijob.controllers.scheduler.flavors import (
@@ -72,8 +72,12 @@ class _Cycle:
             if wl.admission is not None and wl.cluster_queue in snap.cluster_queues:
                 admitted.setdefault(wl.cluster_queue, []).append(wl)
         self.admitted = admitted
+        # Kueue leaves inactive queues out of its scheduling snapshot: they admit nothing and their
+        # workloads are nobody's preemption candidates (their quota and usage still count in the cohort)
+        self.inactive = {name for name, cq in snap.cluster_queues.items() if inactive(snap, cq) is not None}
         self.victims: dict[str, Workload] = {}  # chosen this cycle; still hold quota
-        self.preemptor = Preemptor(self.ledger, admitted, fair, exclude=self.victims.keys())
+        candidates = {name: wls for name, wls in admitted.items() if name not in self.inactive}
+        self.preemptor = Preemptor(self.ledger, candidates, fair, exclude=self.victims.keys())
         self.version = 0  # bumped whenever the ledger changes
         # (queue, shape, priority) → the Pending of a workload that could neither fit nor preempt.
         # Later ones of the same shape and no higher priority cannot do better in this cycle.
@@ -87,9 +91,9 @@ class _Cycle:
         queues: dict[str, _Queue] = {}
         for name, wls in sorted(pending_by_queue(self.snap).items()):
             cq = self.snap.cluster_queues.get(name) if name else None
-            if cq is None or cq.stop_policy not in ("", "None") or missing_flavors(self.snap, cq):
+            if cq is None or name in self.inactive:
                 for wl in wls:  # the whole queue is blocked: LocalQueue/ClusterQueue missing, stopped, inactive
-                    reason, message, human = blocker(self.snap, wl) or ("Pending", "", "")
+                    reason, message, human = blocker(self.snap, wl) or (msg.PENDING, "", "")
                     self.out.append(Pending(wl.key, message, human, reason=reason))
                 continue
             queues[name] = _Queue(cq, wls)
@@ -127,7 +131,7 @@ class _Cycle:
                 continue
             for wl in sorted(self.admitted.get(name, []), key=lambda w: w.key):
                 if not evicted(wl):
-                    self.out.append(Preempt(wl.key, "", "", "ClusterQueueStopped", msg.CLUSTER_QUEUE_STOPPED))
+                    self.out.append(Preempt(wl.key, "", "", msg.EVICTED_BY_CQ_STOPPED, msg.CLUSTER_QUEUE_STOPPED))
 
     def _head(self, q: _Queue, queues: dict[str, _Queue]) -> _Entry | None:
         while q.at < len(q.pending):
@@ -203,7 +207,7 @@ class _Cycle:
             self.ledger.add(q.cq.name, res.usage)
             self.out.append(Pending(wl.key, DEFERRED, f"Waiting for preempted workloads to stop in ClusterQueue "
                                                       f"{q.cq.name}; it fits once they have",
-                                    reason="WaitingForPreemptedWorkloads"))
+                                    reason=msg.WAITING_FOR_PREEMPTED))
             return self._step_aside(q, wl, queues)
         self.ledger.add(q.cq.name, res.usage)
         self.out.append(Admit(wl.key, q.cq.name, res.assignment()))
@@ -224,7 +228,7 @@ class _Cycle:
         assert entry.result is not None
         human = f"Preempting {n} workload(s) to make room in ClusterQueue {cq.name}; starts once they have stopped"
         self.out.append(Pending(wl.key, msg.pending_preemption(entry.result.message, n), human,
-                                reason="WaitingForPreemptedWorkloads"))
+                                reason=msg.WAITING_FOR_PREEMPTED))
 
     def _pending(self, entry: _Entry, never: bool, reason: str) -> Pending:
         res, cq = entry.result, entry.queue.cq

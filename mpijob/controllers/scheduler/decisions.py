@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mpijob.controllers.scheduler.messages import PENDING
 from mpijob.controllers.scheduler.snapshot import Assignment
 
 
@@ -43,7 +44,7 @@ class Pending:
     message: str
     human: str
     never_fits: bool = False  # more than the ClusterQueue could ever give (nominal + borrowable)
-    reason: str = "Pending"  # QuotaReserved=False reason as Kueue sets it
+    reason: str = PENDING  # QuotaReserved=False reason as Kueue sets it
 
 
 Decision = Admit | Preempt | Pending

@@ -22,7 +22,8 @@ from mpijob.controllers.scheduler.snapshot import (
 NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
 
 # Kueue's QuotaReserved=False reasons for a workload that does not fit, least severe first.
-WAITING_FOR_QUOTA, EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR = "WaitingForQuota", "ExceedsMaxQuota", "NoMatchingFlavor"
+WAITING_FOR_QUOTA, EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR = (msg.WAITING_FOR_QUOTA, msg.EXCEEDS_MAX_QUOTA,
+                                                           msg.NO_MATCHING_FLAVOR)
 _SEVERITY = {"": 0, WAITING_FOR_QUOTA: 1, EXCEEDS_MAX_QUOTA: 2, NO_MATCHING_FLAVOR: 3}
 
 # (fr, amount) → (NO_CANDIDATES | PREEMPT | RECLAIM, borrow height after preemption)

@@ -87,6 +87,59 @@ def cq_path(cq: str, cohort: str | None) -> str:
     return f"/{cohort}/{cq}" if cohort else f"/{cq}"
 
 
+# -- Kueue's condition reasons, each word defined here once ---------------------------------------
+
+# Workload QuotaReserved=False (apis/kueue/v1beta2/workload_types.go)
+PENDING = "Pending"
+WAITING_FOR_QUOTA = "WaitingForQuota"
+EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
+NO_MATCHING_FLAVOR = "NoMatchingFlavor"
+WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
+MISCONFIGURED = "Misconfigured"
+SUSPENDED = "Suspended"
+EVICTED_BY_CQ_STOPPED = "ClusterQueueStopped"  # Evicted reason (HoldAndDrain)
+
+# ClusterQueue and LocalQueue condition `Active` (clusterqueue_types.go; pkg/controller/core/localqueue_controller.go)
+ACTIVE = "Active"
+READY = "Ready"
+CQ_STOPPED = "Stopped"
+CQ_FLAVOR_NOT_FOUND = "FlavorNotFound"
+CQ_ADMISSION_CHECK_NOT_FOUND = "AdmissionCheckNotFound"
+CQ_TOPOLOGY_NOT_FOUND = "TopologyNotFound"
+LQ_CQ_INACTIVE = "ClusterQueueIsInactive"
+LQ_CQ_MISSING = "ClusterQueueDoesNotExist"
+
+CAN_ADMIT = "Can admit new workloads"
+CAN_SUBMIT = "Can submit new workloads to localQueue"
+CANNOT_SUBMIT = "Can't submit new workloads to clusterQueue"
+STOPPED = "is stopped"  # a part of `cannot_admit`
+MAX_CONDITION_MESSAGE = 32 * 1024  # Kueue's maxConditionMsgSize
+
+
+def truncate_condition(message: str) -> str:
+    """Kueue's TruncateConditionMessage: at most 32 KiB, ending in " ..." when cut."""
+    if len(message) <= MAX_CONDITION_MESSAGE:
+        return message
+    return message[: MAX_CONDITION_MESSAGE - 4] + " ..."
+
+
+def cannot_admit(parts: list[str]) -> str:
+    """A ClusterQueue's Active=False message: Kueue's `inactiveReason`, every cause in its order."""
+    return truncate_condition(f"Can't admit new workloads: {', '.join(parts)}.")
+
+
+def missing_flavors(names: list[str]) -> str:
+    return f"references missing ResourceFlavor(s): {','.join(names)}"
+
+
+def missing_admission_checks(names: list[str]) -> str:
+    return f"references missing AdmissionCheck(s): {','.join(names)}"
+
+
+def missing_topology(topology: str, flavor: str) -> str:
+    return f'there is no Topology "{topology}" for TAS flavor "{flavor}"'  # Go's %q of plain names
+
+
 CLUSTER_QUEUE_STOPPED = "The ClusterQueue is stopped"  # Evicted message, reason ClusterQueueStopped
 NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
 OVERLAPPING_TARGETS = "Workload has overlapping preemption targets with another workload"

@@ -46,6 +46,7 @@ class ClusterQueue:
     stop_policy: str = "None"  # | "Hold" | "HoldAndDrain"
     namespace_selector: dict | None = None  # LabelSelector; None selects nothing, {} everything
     creation: str = ""
+    admission_checks: tuple[str, ...] = ()  # AdmissionChecks it requires (spec.admissionChecksStrategy)
 
 
 @dataclass(frozen=True)
@@ -85,3 +86,8 @@ class Snapshot:
     flavors: frozenset[str]  # existing ResourceFlavors
     workloads: tuple[Workload, ...]  # pending and admitted, every ClusterQueue
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # for namespaceSelector
+    flavor_topologies: dict[str, str] = field(default_factory=dict)  # ResourceFlavor → its spec.topologyName
+    # AdmissionChecks and Topologies that exist: none on the local cluster, which does not serve those
+    # kinds, so a ClusterQueue referencing one stays inactive (admissibility.inactive)
+    admission_checks: frozenset[str] = frozenset()
+    topologies: frozenset[str] = frozenset()
