@@ -14,7 +14,7 @@ import copy
 import re
 from typing import Any
 
-from mpijob.api import kueue, runtimes, schema, trainjob
+from mpijob.api import kueue, runtimes, schema, support, trainjob
 from mpijob.api import names as n
 from mpijob.api.errors import ApiError, Cause, bad_request, invalid
 from mpijob.api.resources import KUEUE, Resource
@@ -65,11 +65,12 @@ def admit(res: Resource, obj: dict, old: dict | None = None) -> dict:
 
 
 def _custom_causes(res: Resource, obj: dict, old: dict | None) -> list[Cause]:
+    unsupported = support.check(res.kind, obj).causes if old is None or obj.get("spec") != old.get("spec") else []
     if res.kind == "TrainJob":
         trainjob.default(obj)
-        return trainjob.causes(obj, trainjob.default(copy.deepcopy(old)) if old is not None else None)
+        return trainjob.causes(obj, trainjob.default(copy.deepcopy(old)) if old is not None else None) + unsupported
     runtimes.default(obj)
-    return runtimes.causes(obj)
+    return runtimes.causes(obj) + unsupported
 
 
 def _metadata_causes(res: Resource, meta: Any) -> list[Cause]:

@@ -129,6 +129,16 @@ def admit(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> dic
     return validate(res, obj, old)
 
 
+def warnings(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
+    """What kube-apiserver would send as `Warning` headers for a write: the fields the local cluster
+    accepts but that have no effect here (`mpijob.api.support`); none for a write that leaves spec alone."""
+    from mpijob.api.support import check
+
+    if old is not None and obj.get("spec") == old.get("spec"):
+        return []
+    return check(res.kind, obj).warnings
+
+
 def warm() -> None:
     """Build the validation schemas at start so the first write does not pay for it."""
     from mpijob.api.validation import warm as build

@@ -23,8 +23,14 @@ _TRUE = {"1", "t", "T", "true", "TRUE", "True"}
 _FALSE = {"0", "f", "F", "false", "FALSE", "False"}
 
 
-def json_response(body: Any, status: int = 200) -> Response:
-    return Response(json.dumps(body, separators=(",", ":")), status_code=status, media_type=JSON)
+def json_response(body: Any, status: int = 200, warnings: list[str] | None = None) -> Response:
+    """A JSON answer; `warnings` become `Warning: 299 - "..."` headers, one each, as kube-apiserver sends
+    them (kubectl prints each as `Warning: ...`)."""
+    response = Response(json.dumps(body, separators=(",", ":")), status_code=status, media_type=JSON)
+    for text in warnings or []:
+        text = text.encode("ascii", "replace").decode().replace("\\", "\\\\").replace('"', '\\"')
+        response.headers.append("Warning", f'299 - "{text}"')
+    return response
 
 
 def status_response(err: ApiError) -> Response:

@@ -5,6 +5,7 @@ ranks that yield when they outnumber their cores."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import subprocess
 import time
@@ -164,3 +165,23 @@ def test_ranks_yield_when_they_outnumber_their_cores(api: httpx.Client, kubectl:
     assert "Oversubscribed" not in kubectl("describe", "trainjob", "ee-roomy").stdout
     for name in ("ee-crowd", "ee-crowd-own", "ee-roomy"):
         _delete(api, name)
+
+
+def test_kubectl_shows_what_the_local_cluster_refuses_and_what_it_only_warns_about(api: httpx.Client,
+                                                                                  kubectl: Kubectl) -> None:
+    job = trainjob("ee-patched", ["mpirun", "hostname"])
+    job["spec"]["runtimePatches"] = [{"manager": "me.example.com/tool"}]
+    refused = kubectl("apply", "-f", "-", input=json.dumps(job), check=False)
+    assert refused.returncode != 0
+    assert "spec.runtimePatches: Forbidden: runtime patches are not applied by the local cluster" in refused.stderr
+    assert api.get(f"{TRAINER}/namespaces/default/trainjobs/ee-patched").status_code == 404  # nothing created
+
+    runtime = copy.deepcopy(bundled()[0])
+    runtime["metadata"]["name"] = "ee-warned"
+    launcher = runtime["spec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
+    launcher["nodeSelector"] = {"accelerator": "a100"}
+    applied = kubectl("apply", "-f", "-", input=json.dumps(runtime))
+    assert "clustertrainingruntime.trainer.kubeflow.org/ee-warned created" in applied.stdout
+    assert ("Warning: spec.template.spec.replicatedJobs[1].template.spec.template.spec.nodeSelector.accelerator: "
+            "no effect on one machine") in applied.stderr, applied.stderr
+    api.delete(f"{TRAINER}/clustertrainingruntimes/ee-warned")

@@ -69,13 +69,14 @@ def _dry_run(request: Request) -> bool:
     return bool(values)
 
 
-def _render(request: Request, res: Resource, obj: Obj, status: int = 200) -> Response:
+def _render(request: Request, res: Resource, obj: Obj, status: int = 200, warnings: list[str] | None = None
+            ) -> Response:
     obj = from_storage(res, obj)
     if wants_table(request):
         include = request.query_params.get("includeObject", "Metadata")
         return json_response(tables.table(res, [obj], obj["metadata"].get("resourceVersion", ""),
-                                          include_object=include), status)
-    return json_response(obj, status)
+                                          include_object=include), status, warnings)
+    return json_response(obj, status, warnings)
 
 
 async def list_objects(request: Request, cluster: Cluster, t: Target) -> Response:
@@ -145,23 +146,27 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
     admission.check_references(cluster.store, stored, obj)
     if cluster.store.try_get(stored, ns, name) is not None:
         raise errors.already_exists(res.plural, name, res.group)
+    warnings = admission.warnings(stored, obj, None)
     if _dry_run(request):
         meta = obj["metadata"]
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
-        return _render(request, res, obj, 201)
-    return _render(request, res, cluster.store.create(stored, obj, ns), 201)
+        return _render(request, res, obj, 201, warnings)
+    return _render(request, res, cluster.store.create(stored, obj, ns), 201, warnings)
 
 
-def _write(request: Request, cluster: Cluster, res: Resource, new: Obj, old: Obj, status: bool) -> Obj:
-    """Admit and store an update; finish a pending deletion once its last finalizer is gone."""
+def _write(request: Request, cluster: Cluster, res: Resource, client_res: Resource, new: Obj, old: Obj,
+           status: bool) -> Response:
+    """Admit and store an update (answered in the client's version `client_res`, with kube's warnings);
+    finish a pending deletion once its last finalizer is gone."""
     new = admission.admit(res, new, old)
+    warnings = [] if status else admission.warnings(res, new, old)
     if _dry_run(request):
-        return new
+        return _render(request, client_res, new, warnings=warnings)
     stored = cluster.store.update(res, new, status=status)
     meta = stored["metadata"]
     if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-        return cluster.store.delete(res, meta.get("namespace", ""), meta["name"])
-    return stored
+        stored = cluster.store.delete(res, meta.get("namespace", ""), meta["name"])
+    return _render(request, client_res, stored, warnings=warnings)
 
 
 async def update(request: Request, cluster: Cluster, t: Target) -> Response:
@@ -173,7 +178,7 @@ async def update(request: Request, cluster: Cluster, t: Target) -> Response:
     admission.check_name(res, obj, t.name)
     stored, obj = to_storage(res, obj)
     old = cluster.store.get(stored, t.namespace or "", t.name)
-    return _render(request, res, _write(request, cluster, stored, obj, old, t.subresource == "status"))
+    return _write(request, cluster, stored, res, obj, old, t.subresource == "status")
 
 
 def _keep_identity(res: Resource, patched: Any, old: Obj) -> Obj:
@@ -207,7 +212,7 @@ async def patch_object(request: Request, cluster: Cluster, t: Target) -> Respons
     old = cluster.store.get(res, ns, t.name)
     seen = from_storage(res, old)  # a patch applies to the object as the client's version shows it
     stored, new = to_storage(res, _keep_identity(res, appliers[ctype](seen, body), seen))
-    return _render(request, res, _write(request, cluster, stored, new, old, t.subresource == "status"))
+    return _write(request, cluster, stored, res, new, old, t.subresource == "status")
 
 
 async def _apply(request: Request, cluster: Cluster, t: Target) -> Response:
@@ -226,7 +231,7 @@ async def _apply(request: Request, cluster: Cluster, t: Target) -> Response:
     applied["metadata"].pop("resourceVersion", None)
     seen = from_storage(res, old)
     stored, new = to_storage(res, _keep_identity(res, patch.merge_patch(seen, applied), seen))
-    return _render(request, res, _write(request, cluster, stored, new, old, t.subresource == "status"))
+    return _write(request, cluster, stored, res, new, old, t.subresource == "status")
 
 
 async def _delete_options(request: Request) -> Obj:
