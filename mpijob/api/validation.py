@@ -68,9 +68,9 @@ def _custom_causes(res: Resource, obj: dict, old: dict | None) -> list[Cause]:
     unsupported = support.check(res.kind, obj).causes if old is None or obj.get("spec") != old.get("spec") else []
     if res.kind == "TrainJob":
         trainjob.default(obj)
-        return trainjob.causes(obj, trainjob.default(copy.deepcopy(old)) if old is not None else None) + unsupported
+        return unsupported + trainjob.causes(obj, trainjob.default(copy.deepcopy(old)) if old is not None else None)
     runtimes.default(obj)
-    return runtimes.causes(obj) + unsupported
+    return unsupported + runtimes.causes(obj)
 
 
 def _metadata_causes(res: Resource, meta: Any) -> list[Cause]:

@@ -81,21 +81,22 @@ def _routes(app: FastAPI) -> None:
     async def version() -> Response:
         return json_response(discovery.version())
 
+    @app.get("/openapi/v2")
+    async def openapi_v2(request: Request) -> Response:
+        if openapi.wants_protobuf(request.headers.get("accept", "")):
+            return Response(openapi.v2_protobuf(), media_type=openapi.PROTOBUF_V2)
+        return Response(openapi.v2_json(), media_type="application/json")
+
     @app.get("/openapi/v3")
     async def openapi_root() -> Response:
         return json_response(openapi.root())
 
     @app.get("/openapi/v3/{path:path}")
     async def openapi_gv(path: str) -> Response:
-        parts = path.strip("/").split("/")
-        doc = None
-        if len(parts) == 2 and parts[0] == "api":
-            doc = openapi.group_version("", parts[1])
-        elif len(parts) == 3 and parts[0] == "apis":
-            doc = openapi.group_version(parts[1], parts[2])
-        if doc is None:
+        body = openapi.document_json(path)
+        if body is None:
             raise not_found_path(f"/openapi/v3/{path}")
-        return json_response(doc)
+        return Response(body, media_type="application/json")
 
     @app.api_route("/api", methods=METHODS)
     @app.api_route("/api/{rest:path}", methods=METHODS)

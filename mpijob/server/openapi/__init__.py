@@ -1,0 +1,198 @@
+"""The OpenAPI documents: `/openapi/v2` (Swagger 2.0, JSON or gnostic protobuf) and `/openapi/v3`
+(root + one document per group-version), with the real schema of every served kind.
+
+What kubectl relies on, besides the schemas (`kubectl explain` finds a kind by the
+`x-kubernetes-group-version-kind` of its definition):
+
+* v3, per kind, a PATCH operation tagged with the kind's group-version-kind that takes a
+  `fieldValidation` query parameter: finding it, `apply`/`create` leave validation to the server
+  (`fieldValidation=Strict`).
+* v2, for a kind no v3 document has (an unserved kind): kubectl downloads the protobuf document, finds
+  no such kind, falls back to client-side validation (which skips unknown kinds) and then fails with
+  its own "no matches for kind". client-go asks for protobuf only and unmarshals whatever comes back
+  (JSON fails to parse; a 406 sends it to `/swagger-2.0.0.pb-v1`, gone since 1.14), so that `Accept`
+  gets protobuf; anything else gets JSON. The Namespace PATCH there does not list `fieldValidation`:
+  if it did, kubectl would take an unknown kind for a CRD and list `customresourcedefinitions`, which
+  this server does not serve.
+* Neither document offers strategic merge patch, so a re-apply patches as before: a strategic merge
+  patch from kubectl's built-in types for core kinds, a JSON merge patch for the others, never one
+  built from these schemas (they carry no patch strategies).
+
+Documents are built once and kept serialized.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+from mpijob.api.resources import ALL, NAMESPACES, Resource
+from mpijob.server.openapi import gnostic
+from mpijob.server.openapi.definitions import (
+    V2_PREFIX,
+    closure,
+    crd_kinds,
+    definitions,
+    kind_definition,
+    v2_structural,
+    v3_forms,
+)
+
+PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml")
+V3_PREFIX = "#/components/schemas/"
+# kube-openapi's names for the v2 protobuf: kubectl asks with the first, kube-apiserver answers with the second.
+PROTOBUF_V2_TYPES = ("application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+                     "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+PROTOBUF_V2 = PROTOBUF_V2_TYPES[1]
+KUBERNETES_VERSION = "v1.32.0"  # info.version, as kube-apiserver reports its own version there
+
+
+def gv_path(group: str, version: str) -> str:
+    """`api/v1` or `apis/<group>/<version>`, as the root document keys them."""
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+@cache
+def root() -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for r in ALL:
+        key = gv_path(r.group, r.version)
+        paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}"}
+    return {"paths": paths}
+
+
+def wants_protobuf(accept: str) -> bool:
+    """Whether an `Accept` header picks the protobuf form (the first listed of protobuf or JSON wins)."""
+    for item in accept.split(","):
+        media = item.split(";", 1)[0].strip().lower()
+        if media in PROTOBUF_V2_TYPES:
+            return True
+        if media in ("application/json", "application/*", "*/*"):
+            return False
+    return False
+
+
+def document_json(path: str) -> bytes | None:
+    """The serialized v3 document at `/openapi/v3/<path>` (`api/v1`, `apis/<group>/<version>`), or None."""
+    parts = path.strip("/").split("/")
+    if len(parts) == 2 and parts[0] == "api":
+        return group_version_json("", parts[1])
+    if len(parts) == 3 and parts[0] == "apis":
+        return group_version_json(parts[1], parts[2])
+    return None
+
+
+def group_version(group: str, version: str) -> dict[str, Any] | None:
+    """The v3 document for one group-version, or None when it is not served."""
+    body = group_version_json(group, version)
+    return None if body is None else json.loads(body)  # type: ignore[no-any-return]
+
+
+def group_version_json(group: str, version: str) -> bytes | None:
+    """The serialized v3 document of a group-version (what the route answers), or None."""
+    return _group_version_json(group, version) if gv_path(group, version) in root()["paths"] else None
+
+
+@cache
+def _group_version_json(group: str, version: str) -> bytes:
+    resources = [r for r in ALL if r.group == group and r.version == version]
+    defs = definitions()
+    names = closure(defs, [kind_definition(r) for r in resources])
+    memo: dict[int, Any] = {}
+    doc = {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": KUBERNETES_VERSION},
+        "paths": {_item_path(r): {"patch": _patch_operation(r, v2=False)} for r in resources},
+        "components": {"schemas": {name: v3_forms().get(name) or _v3(defs[name], memo) for name in sorted(names)}},
+    }
+    return _dump(doc)
+
+
+def v2() -> dict[str, Any]:
+    """The Swagger 2.0 document (parsed from its cached serialization: callers may modify it)."""
+    return json.loads(v2_json())  # type: ignore[no-any-return]
+
+
+@cache
+def v2_json() -> bytes:
+    return _dump(_v2_document())
+
+
+@cache
+def v2_protobuf() -> bytes:
+    """The same document as gnostic's `openapi_v2.Document` protobuf, the form kubectl asks for."""
+    return gnostic.document(_v2_document())
+
+
+@cache
+def _v2_document() -> dict[str, Any]:
+    defs = definitions()
+    crds = crd_kinds()
+    memo: dict[int, Any] = {}
+    return {
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": KUBERNETES_VERSION},
+        "paths": {_item_path(r): {"patch": _patch_operation(r, v2=True)} for r in ALL},
+        "definitions": {name: v2_structural(defs[name], memo) if name in crds else defs[name]
+                        for name in sorted(defs)},
+    }
+
+
+def _dump(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _v3(node: Any, memo: dict[int, Any]) -> Any:
+    """A v2 schema in OpenAPI 3 form: component references, and a `$ref` with siblings (its
+    description) wrapped in `allOf`, as kube-apiserver's v3 documents have them."""
+    if isinstance(node, list):
+        return [_v3(v, memo) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if id(node) not in memo:
+        out = {k: _v3(v, memo) for k, v in node.items() if k != "$ref"}
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            target = {"$ref": V3_PREFIX + ref.removeprefix(V2_PREFIX)}
+            out = {"allOf": [target], **out} if out else target
+        memo[id(node)] = out
+    return memo[id(node)]
+
+
+def _item_path(r: Resource) -> str:
+    prefix = f"/apis/{r.group}/{r.version}" if r.group else f"/api/{r.version}"
+    scope = "/namespaces/{namespace}" if r.namespaced else ""
+    return f"{prefix}{scope}/{r.plural}/{{name}}"
+
+
+def _params(r: Resource, *, v2: bool) -> Iterator[dict[str, Any]]:
+    """The PATCH parameters other than the body (v2's Namespace without fieldValidation: see above)."""
+    params = [("name", "path", "string"), ("namespace", "path", "string"), ("dryRun", "query", "string"),
+              ("fieldManager", "query", "string"), ("fieldValidation", "query", "string"),
+              ("force", "query", "boolean")]
+    for name, where, type_ in params:
+        if (name == "namespace" and not r.namespaced) or (name == "fieldValidation" and v2 and r == NAMESPACES):
+            continue
+        typed = {"type": type_, "uniqueItems": True} if v2 else {"schema": {"type": type_}}
+        param = {"name": name, "in": where, **typed}
+        yield {**param, "required": True} if where == "path" else param
+
+
+def _patch_operation(r: Resource, *, v2: bool) -> dict[str, Any]:
+    ref = (V2_PREFIX if v2 else V3_PREFIX) + kind_definition(r)
+    op: dict[str, Any] = {"operationId": f"patch{'Namespaced' if r.namespaced else ''}{r.kind}"}
+    if v2:
+        op["consumes"] = list(PATCH_TYPES)
+        op["produces"] = ["application/json", "application/yaml"]
+        body = {"name": "body", "in": "body", "required": True, "schema": {"type": "object"}}
+        op["parameters"] = [body, *_params(r, v2=True)]
+        op["responses"] = {"200": {"description": "OK", "schema": {"$ref": ref}}}
+    else:
+        op["parameters"] = list(_params(r, v2=False))
+        op["requestBody"] = {"content": {t: {"schema": {"type": "object"}} for t in PATCH_TYPES}, "required": True}
+        op["responses"] = {"200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": ref}}}}}
+    op["x-kubernetes-action"] = "patch"
+    op["x-kubernetes-group-version-kind"] = {"group": r.group, "version": r.version, "kind": r.kind}
+    return op

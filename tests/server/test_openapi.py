@@ -1,0 +1,205 @@
+"""`/openapi/v2` and `/openapi/v3` carry the real schemas of every served kind, and the machine's real
+kubectl uses them: `explain` prints upstream's descriptions (from v3, and from the v2 protobuf),
+`apply`/`create` of served kinds still validate on the server, and an unserved kind ends with
+kubectl's own "no matches for kind"."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import uuid
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import pytest
+
+from mpijob.api.openapi import crd_definition_name, field_paths, kind_schema, ref_name, schemas
+from mpijob.api.resources import ALL, served_versions
+from mpijob.server import openapi
+
+REPO = Path(__file__).resolve().parents[2]
+PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_openapi_data", REPO / "tools" / "gen_openapi_data.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _flat(text: str) -> str:
+    """kubectl wraps descriptions at 80 columns: compare with whitespace collapsed."""
+    return " ".join(text.split())
+
+
+def _expected_name(group: str, version: str, kind: str) -> str:
+    return f"io.k8s.api.core.v1.{kind}" if not group else crd_definition_name(group, version, kind)
+
+
+# -- the documents --------------------------------------------------------------------------------------
+
+
+def test_shipped_kueue_schemas_equal_a_fresh_generation() -> None:
+    gen = _generator()
+    assert gen.OUTPUT.read_text(encoding="utf-8") == gen.render(), f"stale: run {gen.COMMAND}"
+
+
+def _check_refs_resolve(doc: dict[str, Any]) -> None:
+    named = schemas(doc)
+    stack: list[Any] = list(named.values())
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict) and id(node) not in seen:
+            seen.add(id(node))
+            name = ref_name(node)
+            assert name is None or name in named, f"dangling reference to {name}"
+            stack.extend(node.values())
+
+
+def test_v2_and_v3_documents_carry_every_served_kind(http: httpx.Client) -> None:
+    v2 = http.get("/openapi/v2", headers={"Accept": "application/json"})
+    assert v2.status_code == 200 and v2.headers["content-type"].startswith("application/json")
+    v2doc = v2.json()
+    assert v2doc["swagger"] == "2.0"
+    _check_refs_resolve(v2doc)
+    root = http.get("/openapi/v3").json()["paths"]
+    v3docs: dict[str, dict[str, Any]] = {}
+    for r in ALL:
+        key = openapi.gv_path(r.group, r.version)
+        if key not in v3docs:
+            v3docs[key] = http.get(root[key]["serverRelativeURL"]).json()
+            _check_refs_resolve(v3docs[key])
+        for doc in (v2doc, v3docs[key]):
+            found = kind_schema(doc, r.group, r.version, r.kind)
+            assert found is not None, (r.kind, r.api_version)
+            name, schema = found
+            assert name == _expected_name(r.group, r.version, r.kind)
+            assert schema["description"] and {"apiVersion", "kind", "metadata"} <= set(schema["properties"])
+            assert ref_name(schema["properties"]["metadata"]) == "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+        # kubectl's server-side validation test: a PATCH tagged with the GVK taking fieldValidation
+        patch = next(p["patch"] for p in v3docs[key]["paths"].values()
+                     if p["patch"]["x-kubernetes-group-version-kind"] == {"group": r.group, "version": r.version,
+                                                                           "kind": r.kind})
+        assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
+    # strategic merge patch is advertised nowhere: kubectl would build it from schemas without patch strategies
+    for item in [*v2doc["paths"].values(), *(p for d in v3docs.values() for p in d["paths"].values())]:
+        types = item["patch"].get("consumes") or item["patch"]["requestBody"]["content"]
+        assert "application/strategic-merge-patch+json" not in types
+    assert http.get("/openapi/v3/apis/kueue.x-k8s.io/v1").status_code == 404
+
+
+def test_v2_protobuf_when_asked_for_it(http: httpx.Client) -> None:
+    resp = http.get("/openapi/v2", headers={"Accept": PROTOBUF})
+    assert resp.status_code == 200 and "protobuf" in resp.headers["content-type"]
+    assert resp.content.startswith(b"\n\x032.0")  # Document.swagger (field 1) = "2.0"
+    assert b"org.kubeflow.trainer.v1alpha1.TrainJob" in resp.content
+
+
+def test_field_paths_of_the_served_schemas(http: httpx.Client) -> None:
+    """The walk the inventory of served fields builds on, over what the server really serves."""
+    trainer = http.get("/openapi/v3/apis/trainer.kubeflow.org/v1alpha1").json()
+    paths = list(field_paths(trainer, "trainer.kubeflow.org", "v1alpha1", "TrainJob"))
+    assert len(paths) == len(set(paths))
+    assert {"spec.trainer.numNodes", "spec.trainer.env.valueFrom.secretKeyRef.name", "spec.runtimeRef.name",
+            "metadata.labels"} <= set(paths)
+    runtime = set(field_paths(trainer, "trainer.kubeflow.org", "v1alpha1", "ClusterTrainingRuntime"))
+    assert "spec.mlPolicy.mpi.sshAuthMountPath" in runtime
+    assert "spec.template.spec.replicatedJobs.template.spec.template.spec.containers.image" in runtime
+    kueue = http.get("/openapi/v3/apis/kueue.x-k8s.io/v1beta2").json()
+    queue = set(field_paths(kueue, "kueue.x-k8s.io", "v1beta2", "ClusterQueue"))
+    assert {"spec.resourceGroups.flavors.resources.nominalQuota", "spec.cohortName", "spec.preemption"} <= queue
+
+
+# -- kubectl ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("field", "header", "expected"), [
+    ("trainjob.spec.trainer", "FIELD: trainer <Object>",
+     ["trainer defines the configuration of the trainer.",
+      "numNodes <integer> numNodes is the number of training nodes.",
+      "env <[]Object> env is the list of environment variables to set in the training container."]),
+    ("clusterqueue.spec.resourceGroups", "FIELD: resourceGroups <[]Object>",
+     ["resourceGroups describes groups of resources.",
+      "coveredResources <[]string> -required- coveredResources is the list of resources covered by the flavors",
+      "flavors <[]Object> -required- flavors is the list of flavors that provide the resources of this group."]),
+    ("pod.spec.containers", "FIELD: containers <[]Container>",
+     ["List of containers belonging to the pod.",
+      "name <string> -required- Name of the container specified as a DNS_LABEL.",
+      "image <string> Container image name."]),
+    ("pod.spec.containers.resources", "FIELD: resources <ResourceRequirements>",  # v3's Quantity is a oneOf
+     ["limits <map[string]Quantity> Limits describes the maximum amount of compute resources allowed."]),
+])
+def test_explain_prints_upstream_descriptions(kubectl: Any, field: str, header: str, expected: list[str]) -> None:
+    out = kubectl("explain", field).stdout
+    assert header in out
+    for text in expected:
+        assert _flat(text) in _flat(out), text
+
+
+def test_explain_reads_the_v2_protobuf(kubectl: Any) -> None:
+    out = _flat(kubectl("explain", "--output=plaintext-openapiv2", "workload.spec.podSets.template.spec").stdout)
+    assert "VERSION: kueue.x-k8s.io/v1beta2" in out and "RESOURCE: spec <Object>" in out
+    assert "containers <[]Object> -required- List of containers belonging to the pod." in out
+    out = _flat(kubectl("explain", "--output=plaintext-openapiv2", "trainjob.spec.trainer.numNodes").stdout)
+    assert "FIELD: numNodes <integer>" in out and "numNodes is the number of training nodes." in out
+
+
+def _everything(http: httpx.Client) -> set[str]:
+    """Names of all stored objects of every served resource, all namespaces."""
+    names: set[str] = set()
+    for r in served_versions():
+        base = f"/apis/{r.group}/{r.version}" if r.group else f"/api/{r.version}"
+        resp = http.get(f"{base}/{r.plural}")
+        assert resp.status_code == 200, r.plural
+        names |= {item["metadata"]["name"] for item in resp.json()["items"]}
+    return names
+
+
+@pytest.mark.parametrize(("api_version", "kind", "verb"), [
+    ("kueue.x-k8s.io/v1beta2", "Topology", "apply"),
+    ("kueue.x-k8s.io/v1beta2", "AdmissionCheck", "apply"),
+    ("kueue.x-k8s.io/v1beta2", "ProvisioningRequestConfig", "apply"),
+    ("kueue.x-k8s.io/v1beta2", "MultiKueueCluster", "create"),
+    ("example.com/v1", "Widget", "apply"),
+])
+def test_unserved_kind_ends_with_no_matches_and_creates_nothing(
+        kubectl: Any, http: httpx.Client, api_version: str, kind: str, verb: str) -> None:
+    name = f"unserved-{uuid.uuid4().hex[:6]}"
+    manifest = f"apiVersion: {api_version}\nkind: {kind}\nmetadata:\n  name: {name}\nspec: {{}}\n"
+    proc = kubectl(verb, "-f", "-", input=manifest, check=False)
+    assert proc.returncode != 0
+    assert proc.stderr.startswith(
+        f'error: resource mapping not found for name: "{name}" namespace: "" from "STDIN": '
+        f'no matches for kind "{kind}" in version "{api_version}"\nensure CRDs are installed first'), proc.stderr
+    assert "openapi" not in proc.stderr
+    assert name not in _everything(http)
+
+
+def test_served_kinds_apply_and_create_with_server_side_validation(kubectl: Any) -> None:
+    name = f"oa-{uuid.uuid4().hex[:6]}"
+    flavor = f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: {name}\n"
+    assert f"resourceflavor.kueue.x-k8s.io/{name} created" in kubectl("create", "-f", "-", input=flavor).stdout
+    queue = (f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: {name}\nspec:\n"
+             f"  namespaceSelector: {{}}\n")
+    assert f"clusterqueue.kueue.x-k8s.io/{name} created" in kubectl("apply", "-f", "-", input=queue).stdout
+    cm = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: v\n"
+    assert f"configmap/{name} created" in kubectl("apply", "-f", "-", input=cm).stdout
+    # an unknown field: kubectl leaves the check to the server (fieldValidation=Strict), whose cause it prints
+    bad = flavor.replace(name, name + "-bad") + "spec:\n  nodeLabelz: {}\n"
+    proc = kubectl("apply", "-v=6", "-f", "-", input=bad, check=False)
+    assert proc.returncode != 0
+    assert re.search(r"POST https://\S+/resourceflavors\?\S*fieldValidation=Strict", proc.stderr)
+    assert 'unknown field "spec.nodeLabelz"' in proc.stderr and "error validating data" not in proc.stderr
+
+
+def test_document_build_is_cached() -> None:
+    assert openapi.v2_protobuf() is openapi.v2_protobuf()
+    assert openapi.group_version_json("", "v1") is openapi.group_version_json("", "v1")
+    assert openapi.document_json("apis/nope/v1") is None
