@@ -40,6 +40,7 @@ class PodPlan:
     run_as_user: int | None
     run_as_group: int | None
     labels: dict[str, str]
+    annotations: dict[str, str]  # the pod template's own, as the Job controller copies them to its pods
     depends_on_nodes_ready: bool  # launcher `dependsOn: node Ready`
     # The runtime's pod spec (deep copy) so render_pod keeps what the plan does not model
     # (ports, probes, volumes, nodeSelector, ...). Not part of equality.
@@ -259,6 +260,7 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
                 env=_upsert_env(env, [{"name": n.ENV_COMPLETION_INDEX, "value": str(idx)}]),
                 working_dir=c.get("workingDir"), resources=resources,
                 run_as_user=run_as_user, run_as_group=run_as_group, labels=labels,
+                annotations=dict((pod_template.get("metadata") or {}).get("annotations") or {}),
                 depends_on_nodes_ready=is_launcher and depends, pod_spec=pod_spec,
             ))
             if in_hostfile:

@@ -117,9 +117,7 @@ def render_pod(plan: RunPlan, pod: PodPlan, owner: dict) -> dict:
         "containers": containers,
         "volumes": _upsert_named(list(spec.get("volumes") or []), volumes),
     })
-    annotations = {
-        n.LABEL_COMPLETION_INDEX: str(pod.pod_index),
-    }
+    annotations = {**pod.annotations, n.LABEL_COMPLETION_INDEX: str(pod.pod_index)}
     meta = _metadata(pod.name, plan, owner, pod.labels)
     meta["annotations"] = annotations
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}

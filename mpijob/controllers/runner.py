@@ -260,7 +260,7 @@ class JobRunner:
                 # Nodes are shut down once the launcher is done, as JobSet does.
                 kubelet.set_terminated(self.store, self.plan.namespace, key, kubelet.Exit(0), "Completed",
                                        "stopped after the TrainJob completed")
-            elif key in live:
+            elif key in live or self._stopping:  # stopped by us, whether or not it had ended by now
                 kubelet.set_terminated(self.store, self.plan.namespace, key, exit, self._stop_reason if self._stopping else None,
                                        f"stopped because the TrainJob failed: {outcome.message}")
             else:
