@@ -1,9 +1,15 @@
-"""What the local cluster does with each field of a TrainJob and a (Cluster)TrainingRuntime.
+"""What the local cluster does with each field of a TrainJob, a (Cluster)TrainingRuntime and the Kueue kinds.
 
-Rule: nothing accepted is silently ignored. Every field is *honoured* as Trainer, JobSet and the
+Rule: nothing accepted is silently ignored. Every field is *honoured* as Trainer, JobSet, Kueue and the
 kubelet honour it, *warned* (accepted, with a `Warning` header naming it, as kube-apiserver warns, for
 what is harmless on one machine: node placement, image pulls), or *refused* with a 422 that names it
-and says why (what would change the job's outcome if it were dropped: volumes, patches, hooks).
+and says why (what would change the job's outcome, or what Kueue admits, if it were dropped: volumes,
+patches, hooks, flavor fungibility, hierarchical cohorts).
+
+A refused field may list `honoured` values: the ones that ask for what the local cluster does anyway
+(Kueue's defaults, such as `whenCanBorrow: MayStopSearch`), so that a stored object, defaults filled in,
+can be sent back unchanged. Kueue objects are checked in their stored (v1beta2) form after defaulting;
+every refused Kueue field has the same name in v1beta1, so a v1beta1 client reads its own field name.
 
 Paths are written as `kubectl explain` walks them, with `[]` after a list: `spec.trainer.env[].name`.
 A rule covers its field and everything below it unless a longer rule says otherwise; a field no rule
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpijob.api.errors import Cause
+from mpijob.api.names import CONTAINER, LAUNCHER, NODE
 
 HONOURED, WARNED, REFUSED = "honoured", "warned", "refused"
 VOLUMES_LATER = "volumes are not mounted by the local cluster yet; keep data on this machine's files (README: Files)"
@@ -27,6 +34,7 @@ VOLUMES_LATER = "volumes are not mounted by the local cluster yet; keep data on 
 class Rule:
     verdict: str
     why: str = ""  # for warned and refused fields: what the user should know, and the fix
+    honoured: tuple[Any, ...] = ()  # values of this very field that are honoured whatever the verdict
 
 
 def _h(why: str = "") -> Rule:
@@ -37,11 +45,12 @@ def _w(why: str) -> Rule:
     return Rule(WARNED, why)
 
 
-def _r(why: str) -> Rule:
-    return Rule(REFUSED, why)
+def _r(why: str, honoured: tuple[Any, ...] = ()) -> Rule:
+    return Rule(REFUSED, why, honoured)
 
 
-_META = {"apiVersion": _h(), "kind": _h(), "metadata": _h(), "status": _h()}
+_OBJECT = {"apiVersion": _h(), "kind": _h(), "metadata": _h()}
+_META = {**_OBJECT, "status": _h()}  # for kinds with a status
 
 TRAINJOB: dict[str, Rule] = {
     **_META,
@@ -69,19 +78,21 @@ _POD = f"{_JOB}.spec.template.spec"
 _CTR = f"{_POD}.containers[]"
 _ONE_MACHINE = "no effect on one machine: every pod runs on this machine"
 _NOT_RUN = "not run by the local cluster"
+_EVERY_NODE = "every node's sshd accepts the job's key"
 
 RUNTIME: dict[str, Rule] = {
-    **_META,
+    **_OBJECT,
     "spec.mlPolicy": _h(),  # MPI runs; other frameworks are stored and their jobs fail TrainingRuntimeNotSupported
     "spec.podGroupPolicy": _w("gang scheduling: the local cluster admits a job's pods all together anyway"),
     "spec.template.metadata": _w("labels and annotations of the JobSet: the local cluster makes no JobSet"),
     "spec.template.spec": _w("JobSet behaviour the local cluster does not reproduce"),
     "spec.template.spec.replicatedJobs[].name": _h(),
     "spec.template.spec.replicatedJobs[].replicas": _h(),
-    "spec.template.spec.replicatedJobs[].dependsOn": _h(),
+    "spec.template.spec.replicatedJobs[].dependsOn": _w(f"the launcher always waits until {_EVERY_NODE}"),
     "spec.template.spec.network": _h(),
-    "spec.template.spec.successPolicy": _h(),
-    "spec.template.spec.startupPolicy": _h(),
+    "spec.template.spec.successPolicy": _w("a job succeeds when its launcher does, as Trainer's MPI runtimes say "
+                                           "(operator All, targetReplicatedJobs [launcher])"),
+    "spec.template.spec.startupPolicy": _w(f"nodes start first and the launcher waits until {_EVERY_NODE}"),
     "spec.template.spec.failurePolicy": _r("restarts are not made by the local cluster yet: the first failure "
                                            "ends the job; remove failurePolicy"),
     f"{_JOB}.metadata": _h(),
@@ -98,7 +109,6 @@ RUNTIME: dict[str, Rule] = {
     f"{_POD}.ephemeralContainers": _r(f"ephemeral containers are {_NOT_RUN}"),
     f"{_POD}.activeDeadlineSeconds": _r("use the TrainJob's spec.activeDeadlineSeconds"),
     f"{_POD}.hostAliases": _r("the pod's /etc/hosts is Trainer's host names only; remove hostAliases"),
-    f"{_POD}.containers": _h(),
     f"{_CTR}": _w(f"{_NOT_RUN} on one machine"),
     f"{_CTR}.name": _h(),
     f"{_CTR}.command": _h(),
@@ -110,7 +120,8 @@ RUNTIME: dict[str, Rule] = {
     f"{_CTR}.resources": _h(),
     f"{_CTR}.workingDir": _h(),
     f"{_CTR}.ports": _h(),
-    f"{_CTR}.readinessProbe": _h(),
+    f"{_CTR}.readinessProbe": _w("readiness is the local cluster's: a node is ready once its sshd accepts the "
+                                 "job's key, the launcher as soon as it runs"),
     f"{_CTR}.securityContext.runAsUser": _h(),
     f"{_CTR}.securityContext.runAsGroup": _h(),
     f"{_CTR}.image": TRAINJOB["spec.trainer.image"],
@@ -119,8 +130,120 @@ RUNTIME: dict[str, Rule] = {
     f"{_CTR}.lifecycle": _r(f"lifecycle hooks are {_NOT_RUN} yet"),
 }
 
+# --- Kueue (kueue.x-k8s.io/v1beta2, the stored form) -------------------------------------------
+
+_FUNGIBILITY = ("the local cluster assigns flavors as Kueue does by default: it stops at the first flavor that fits, "
+                "borrowing if need be, and tries the next flavor rather than preempt")
+_AFS = ("admission fair sharing (ordering a queue by its LocalQueues' recent usage) is not done by the local cluster: "
+        "workloads are ordered by priority, then creation time")
+
+RESOURCE_FLAVOR: dict[str, Rule] = {
+    **_OBJECT,
+    "spec.nodeLabels": _w(f"{_ONE_MACHINE}: Kueue's node selection for this flavor changes nothing here"),
+    "spec.nodeTaints": _w(f"{_ONE_MACHINE}: Kueue's node selection for this flavor changes nothing here"),
+    "spec.nodeTaints[].effect": _r("Kueue admits a job to a flavor with a NoSchedule or NoExecute taint only if its "
+                                   "pods tolerate the taint, and the local cluster does not match tolerations; "
+                                   "remove the taint (every pod runs on this machine) or make it PreferNoSchedule",
+                                   honoured=("PreferNoSchedule",)),
+    "spec.tolerations": _w(f"{_ONE_MACHINE}: the tolerations Kueue adds to admitted pods change nothing here"),
+    "spec.topologyName": _h(),  # no Topology exists here: a ClusterQueue listing the flavor is inactive, as in Kueue
+}
+
+CLUSTER_QUEUE: dict[str, Rule] = {
+    **_META,
+    "spec.resourceGroups": _h(),
+    "spec.cohortName": _h(),
+    "spec.queueingStrategy": _h(),
+    "spec.namespaceSelector": _h(),
+    "spec.preemption": _h(),
+    "spec.fairSharing": _h(),
+    "spec.stopPolicy": _h(),
+    "spec.admissionChecksStrategy": _h(),  # no AdmissionCheck exists here: the queue is inactive, as in Kueue
+    "spec.flavorFungibility": _r(f"{_FUNGIBILITY}; remove flavorFungibility"),
+    "spec.flavorFungibility.whenCanBorrow": _r(f"{_FUNGIBILITY}; remove whenCanBorrow or set it to MayStopSearch "
+                                               "(v1beta1: Borrow)", honoured=("MayStopSearch",)),
+    "spec.flavorFungibility.whenCanPreempt": _r(f"{_FUNGIBILITY}; remove whenCanPreempt or set it to TryNextFlavor "
+                                                "(v1beta1: Preempt is MayStopSearch)", honoured=("TryNextFlavor",)),
+    "spec.flavorFungibility.preference": _r(f"{_FUNGIBILITY}; remove preference"),
+    "spec.admissionScope": _r(f"{_AFS}; remove admissionScope"),
+    "spec.admissionScope.admissionMode": _r(f"{_AFS}; remove admissionScope or set admissionMode to "
+                                            "NoAdmissionFairSharing", honoured=("NoAdmissionFairSharing",)),
+    "spec.concurrentAdmissionPolicy": _r("concurrent admission (a workload pursuing several flavors at once and "
+                                         "migrating to a preferred one) is not done by the local cluster: a "
+                                         "workload is admitted to one flavor and stays there; remove "
+                                         "concurrentAdmissionPolicy"),
+}
+
+LOCAL_QUEUE: dict[str, Rule] = {
+    **_META,
+    "spec.clusterQueue": _h(),
+    "spec.stopPolicy": _h(),
+    "spec.fairSharing": _w("no effect: a LocalQueue's weight is used only by admission fair sharing (ClusterQueue "
+                           "spec.admissionScope), which the local cluster does not do"),
+}
+
+WORKLOAD_PRIORITY_CLASS: dict[str, Rule] = {**_OBJECT, "value": _h(), "description": _h()}
+
+COHORT: dict[str, Rule] = {
+    **_META,
+    "spec.parentName": _r("cohorts are flat on the local cluster: a cohort is the ClusterQueues whose "
+                          "spec.cohortName names it, and one cohort never lends to another; remove parentName"),
+    "spec.resourceGroups": _r("quota held by a Cohort object is not lent by the local cluster; give it to the "
+                              "cohort's ClusterQueues (their spec.resourceGroups, with lendingLimit to keep some "
+                              "back) and remove resourceGroups here"),
+    "spec.fairSharing": _w("no effect: a cohort's weight only weighs it against sibling cohorts under a parent "
+                           "cohort, and cohorts are flat on the local cluster"),
+}
+
+_TEMPLATE = "spec.podSets[].template.spec"
+_UNCOUNTED = "so the local cluster would admit the workload with less quota than Kueue reserves"
+
+WORKLOAD: dict[str, Rule] = {
+    **_META,
+    "spec.active": _h(),
+    "spec.queueName": _h(),
+    "spec.priority": _h(),
+    "spec.priorityClassRef": _h(),
+    "spec.podSets": _h(),
+    # As in Kueue, nothing runs from a Workload's pod template: only what Kueue counts or matches matters.
+    "spec.podSets[].minCount": _r("partial admission is not done by the local cluster: a pod set is admitted with "
+                                  "all its count pods or not at all; remove minCount"),
+    "spec.podSets[].topologyRequest": _r("topology-aware scheduling is not done by the local cluster (it serves no "
+                                         "Topology); remove topologyRequest"),
+    f"{_TEMPLATE}.initContainers": _r(f"Kueue counts init containers' requests and the local cluster does not, "
+                                      f"{_UNCOUNTED}; add them to the container's requests and remove initContainers"),
+    f"{_TEMPLATE}.overhead": _r(f"Kueue counts pod overhead and the local cluster does not, {_UNCOUNTED}; add it "
+                                "to the container's requests and remove overhead"),
+    f"{_TEMPLATE}.resourceClaims": _r("devices claimed through dynamic resource allocation are not counted by the "
+                                      "local cluster; request them in the container's resources.requests"),
+    f"{_TEMPLATE}.containers[].resources.claims": _r("devices claimed through dynamic resource allocation are not "
+                                                     "counted by the local cluster; request them in "
+                                                     "resources.requests"),
+    f"{_TEMPLATE}.nodeSelector": _r("Kueue matches a pod set's node selector against ResourceFlavor nodeLabels to "
+                                    "choose a flavor and the local cluster does not; remove nodeSelector"),
+    f"{_TEMPLATE}.affinity.nodeAffinity": _r("Kueue matches a pod set's node affinity against ResourceFlavor "
+                                             "nodeLabels to choose a flavor and the local cluster does not; remove "
+                                             "nodeAffinity"),
+    "spec.maximumExecutionTimeSeconds": _r("Kueue deactivates a Workload admitted for longer than this and the local "
+                                           "cluster does not; use the TrainJob's spec.activeDeadlineSeconds"),
+    "spec.preemptionGates": _r("preemption gates are not implemented by the local cluster: the workload would "
+                               "preempt at once; remove preemptionGates"),
+}
+
 RULES: dict[str, dict[str, Rule]] = {"TrainJob": TRAINJOB, "TrainingRuntime": RUNTIME,
-                                     "ClusterTrainingRuntime": RUNTIME}
+                                     "ClusterTrainingRuntime": RUNTIME, "ResourceFlavor": RESOURCE_FLAVOR,
+                                     "ClusterQueue": CLUSTER_QUEUE, "LocalQueue": LOCAL_QUEUE,
+                                     "WorkloadPriorityClass": WORKLOAD_PRIORITY_CLASS, "Cohort": COHORT,
+                                     "Workload": WORKLOAD}
+
+
+def desired_changed(obj: dict[str, Any], old: dict[str, Any] | None) -> bool:
+    """Whether a write changes what the user asks for (all but metadata and status: a WorkloadPriorityClass
+    has no spec). Only such writes are checked, so a controller's status update of an object stored
+    before a rule existed still passes."""
+    if old is None:
+        return True
+    return any(obj.get(k) != old.get(k) for k in {*obj, *old} - {"metadata", "status", "apiVersion", "kind"})
 
 
 def rule_for(kind: str, path: str) -> tuple[str, Rule] | None:
@@ -147,11 +270,11 @@ def check(kind: str, obj: dict[str, Any]) -> Findings:
     if kind not in RULES:
         return found
     seen: set[str] = set()
-    for where, path in _set_fields(obj):
+    for where, path, value in _set_fields(obj):
         covered = rule_for(kind, path)
         rule_path, rule = covered if covered else (path, _r("not supported by the local cluster"))
         at = _concrete(where, rule_path) if rule.verdict == REFUSED else where  # a refusal names its rule's field
-        if rule.verdict == HONOURED or at in seen:
+        if rule.verdict == HONOURED or at in seen or (rule_path == path and value in rule.honoured):
             continue
         seen.add(at)
         if rule.verdict == REFUSED:
@@ -159,11 +282,12 @@ def check(kind: str, obj: dict[str, Any]) -> Findings:
         else:
             found.warnings.append(f"{at}: {rule.why}")
     found.warnings += _unrun_steps(kind, obj)
+    found.causes += _unrun_containers(kind, obj) + _uncounted_containers(kind, obj)
     return found
 
 
-def _set_fields(node: Any, where: str = "", path: str = "") -> Iterator[tuple[str, str]]:
-    """`(concrete path, rule path)` of every field set to something (empty lists and maps are unset)."""
+def _set_fields(node: Any, where: str = "", path: str = "") -> Iterator[tuple[str, str, Any]]:
+    """`(concrete path, rule path, value)` of every field set to something (empty lists and maps are unset)."""
     if isinstance(node, dict):
         for key, value in node.items():
             yield from _set_fields(value, f"{where}.{key}" if where else key, f"{path}.{key}" if path else key)
@@ -171,7 +295,7 @@ def _set_fields(node: Any, where: str = "", path: str = "") -> Iterator[tuple[st
         for i, item in enumerate(node):
             yield from _set_fields(item, f"{where}[{i}]", f"{path}[]")
     elif node is not None:
-        yield where, path
+        yield where, path, node
 
 
 def _concrete(where: str, rule_path: str) -> str:
@@ -186,11 +310,43 @@ def _concrete(where: str, rule_path: str) -> str:
     return ".".join(parts).replace(".[", "[")
 
 
-def _unrun_steps(kind: str, obj: dict[str, Any]) -> list[str]:
-    """ReplicatedJobs other than the MPI launcher and nodes (initializers) are stored, not run."""
+def _replicated_jobs(kind: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
     if kind not in ("TrainingRuntime", "ClusterTrainingRuntime"):
         return []
-    rjobs = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
+    return (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
+
+
+def _unrun_steps(kind: str, obj: dict[str, Any]) -> list[str]:
+    """ReplicatedJobs other than the MPI launcher and nodes (initializers) are stored, not run."""
     return [f"spec.template.spec.replicatedJobs[{i}]: replicatedJob {rj.get('name')!r} is {_NOT_RUN}: only "
-            "'launcher' and 'node' run here" for i, rj in enumerate(rjobs)
-            if rj.get("name") not in ("launcher", "node")]
+            f"'{LAUNCHER}' and '{NODE}' run here" for i, rj in enumerate(_replicated_jobs(kind, obj))
+            if rj.get("name") not in (LAUNCHER, NODE)]
+
+
+def _unrun_containers(kind: str, obj: dict[str, Any]) -> list[Cause]:
+    """A pod runs its `node` container only (Trainer's MPI container); a sidecar would silently not run."""
+    out = []
+    for i, rj in enumerate(_replicated_jobs(kind, obj)):
+        if rj.get("name") not in (LAUNCHER, NODE):
+            continue
+        pod = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+        out += [Cause(f"spec.template.spec.replicatedJobs[{i}].template.spec.template.spec.containers[{k}]",
+                      f"Forbidden: only the container named {CONTAINER!r} runs on the local cluster; "
+                      f"{c.get('name')!r} would not: remove it", "FieldValueForbidden")
+                for k, c in enumerate(pod.get("containers") or []) if c.get("name") != CONTAINER]
+    return out
+
+
+def _uncounted_containers(kind: str, obj: dict[str, Any]) -> list[Cause]:
+    """The scheduler counts the first container of a Workload's pod set; Kueue sums them all."""
+    if kind != "Workload":
+        return []
+    out = []
+    for i, pod_set in enumerate(((obj.get("spec") or {}).get("podSets")) or []):
+        spec = ((pod_set or {}).get("template") or {}).get("spec") or {}
+        for j in range(1, len(spec.get("containers") or [])):
+            out.append(Cause(f"spec.podSets[{i}].template.spec.containers[{j}]",
+                             "Forbidden: Kueue counts every container's requests and the local cluster counts the "
+                             f"first container's only, {_UNCOUNTED}; put the pod's whole request in one container",
+                             "FieldValueForbidden"))
+    return out

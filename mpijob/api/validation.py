@@ -49,7 +49,9 @@ def admit(res: Resource, obj: dict, old: dict | None = None) -> dict:
     causes = _metadata_causes(res, meta)
     if res.group == KUEUE and res.kind in kueue.KINDS:
         if not causes:
-            causes += kueue.causes(res.kind, obj, old)
+            causes += kueue.causes(res.kind, obj, old)  # defaults `obj`: support rules read the stored form
+        if not causes and support.desired_changed(obj, old):
+            causes += support.check(res.kind, obj).causes
     elif res.kind in schema.kinds():
         unchanged = old is not None and obj.get("spec") == old.get("spec") and meta == old.get("metadata")
         if not unchanged:
@@ -65,7 +67,7 @@ def admit(res: Resource, obj: dict, old: dict | None = None) -> dict:
 
 
 def _custom_causes(res: Resource, obj: dict, old: dict | None) -> list[Cause]:
-    unsupported = support.check(res.kind, obj).causes if old is None or obj.get("spec") != old.get("spec") else []
+    unsupported = support.check(res.kind, obj).causes if support.desired_changed(obj, old) else []
     if res.kind == "TrainJob":
         trainjob.default(obj)
         return unsupported + trainjob.causes(obj, trainjob.default(copy.deepcopy(old)) if old is not None else None)

@@ -1,8 +1,8 @@
 """The Kueue controller: runs scheduling cycles over the store and writes their decisions back.
 
-A cycle is `mpijob.controllers.scheduler.schedule(build_snapshot(store))` — pure — and this module
-turns each decision into what Kueue would write: Workload conditions and admission, Events on the
-TrainJob, queue status (the `Active` condition of ClusterQueues and LocalQueues included).
+A cycle is `mpijob.controllers.scheduler.schedule(build_snapshot(store))` — pure — and this module turns
+each decision into what Kueue would write: Workload conditions and admission, Events on the TrainJob,
+queue status (the `Active` condition of ClusterQueues and LocalQueues included).
 Evictions call back into the TrainJob controller, which stops the whole job. Cycles are coalesced: a
 burst of events costs one cycle.
 """
@@ -33,6 +33,7 @@ from mpijob.controllers.scheduler.snapshot import Snapshot
 from mpijob.controllers.workloads import (
     WAITING_ANNOTATION,
     build_snapshot,
+    stop_policy,
     default_objects,
     live,
 )
@@ -153,7 +154,7 @@ class Queueing:
         if wl is None:
             return
         wl.setdefault("status", {}).pop("admission", None)
-        stopped = d.reason == msg.EVICTED_BY_CQ_STOPPED  # HoldAndDrain: evicted, not preempted
+        stopped = d.reason in (msg.EVICTED_BY_CQ_STOPPED, msg.EVICTED_BY_LQ_STOPPED)  # evicted, not preempted
         why = d.reason if stopped else "Preempted"
         cond.set_condition(wl, "Evicted", True, why, d.message)
         if not stopped:
@@ -241,7 +242,7 @@ class Queueing:
                       "reservingWorkloads": admitted, "admittedWorkloads": admitted}
             new = {**lq, "status": status}
             pointed = (lq.get("spec") or {}).get("clusterQueue", "")
-            cond.set_condition(new, msg.ACTIVE, *local_queue_active(snap, pointed))
+            cond.set_condition(new, msg.ACTIVE, *local_queue_active(snap, pointed, stop_policy(lq)))
             if status != lq.get("status"):
                 self.store.update(r.LOCAL_QUEUES, new, status=True)
 

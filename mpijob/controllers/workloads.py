@@ -177,6 +177,11 @@ def live(wl: Obj) -> bool:
     return wl.get("spec", {}).get("active", True) is not False and not cond.is_true(wl, "Finished")
 
 
+def stop_policy(lq: Obj) -> str:
+    """A LocalQueue's stopPolicy (`None`, `Hold`, `HoldAndDrain`)."""
+    return str((lq.get("spec") or {}).get("stopPolicy") or "None")
+
+
 def local_queue_map(store: Store) -> dict[tuple[str, str], str]:
     """(namespace, LocalQueue) → its ClusterQueue."""
     return {
@@ -190,12 +195,15 @@ def build_snapshot(store: Store) -> Snapshot:
     here, so the sets of existing ones stay empty: a queue that needs one is inactive, as in Kueue."""
     local_queues = local_queue_map(store)
     flavors = store.list(r.RESOURCE_FLAVORS)[0]
+    stops = {(lq["metadata"]["namespace"], lq["metadata"]["name"]): stop for lq in store.list(r.LOCAL_QUEUES)[0]
+             if (stop := stop_policy(lq)) != "None"}
     return Snapshot(
         cluster_queues={cq["metadata"]["name"]: cluster_queue(cq) for cq in store.list(r.CLUSTER_QUEUES)[0]},
         flavors=frozenset(f["metadata"]["name"] for f in flavors),
         flavor_topologies={f["metadata"]["name"]: str(f["spec"]["topologyName"]) for f in flavors
                            if (f.get("spec") or {}).get("topologyName")},
         workloads=tuple(workload(wl, local_queues) for wl in store.list(r.WORKLOADS)[0] if live(wl)),
+        local_queue_stops=stops,
         namespace_labels={ns["metadata"]["name"]: ns["metadata"].get("labels") or {}
                           for ns in store.list(r.NAMESPACES)[0]},
     )

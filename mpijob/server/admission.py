@@ -131,12 +131,10 @@ def admit(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> dic
 
 def warnings(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
     """What kube-apiserver would send as `Warning` headers for a write: the fields the local cluster
-    accepts but that have no effect here (`mpijob.api.support`); none for a write that leaves spec alone."""
-    from mpijob.api.support import check
+    accepts but that have no effect here (`mpijob.api.support`); none for a status-only write."""
+    from mpijob.api.support import check, desired_changed
 
-    if old is not None and obj.get("spec") == old.get("spec"):
-        return []
-    return check(res.kind, obj).warnings
+    return check(res.kind, obj).warnings if desired_changed(obj, old) else []
 
 
 def warm() -> None:

@@ -1,11 +1,10 @@
 """Typed models of the Kueue kinds (`kueue.x-k8s.io/v1beta2`, the storage version), written from the CRDs.
 
 They are the structural half of admission: unknown fields are rejected, enums, bounds, name patterns
-and quantities checked, as kube-apiserver checks a custom resource against its schema. Fields that
-the local cluster accepts but does not act on (flavor fungibility, admission scope, pod templates) are
-typed as plain mappings: valid upstream, so accepted, but not checked deeply here. Admission checks
-and a flavor's topology are acted on — a ClusterQueue naming either is inactive, as in Kueue when the
-object is missing — so their shape is checked. `status` is written by controllers and is not checked.
+and quantities checked, as kube-apiserver checks a custom resource against its schema. What the local
+cluster refuses whatever its shape (`mpijob.api.support`: concurrent admission, a pod set's topology
+request) and a Workload's pod template (its requests are checked in `rules`) are typed as plain
+mappings. `status` is written by controllers and is not checked.
 """
 
 from __future__ import annotations
@@ -110,6 +109,16 @@ class AdmissionChecksStrategy(KueueModel):
     admission_checks: Annotated[list[AdmissionCheckStrategyRule], Field(min_length=1, max_length=64)]
 
 
+class FlavorFungibility(KueueModel):
+    when_can_borrow: Literal["MayStopSearch", "TryNextFlavor"] | None = None
+    when_can_preempt: Literal["MayStopSearch", "TryNextFlavor"] | None = None
+    preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] | None = None
+
+
+class AdmissionScope(KueueModel):
+    admission_mode: Literal["UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"]
+
+
 class ClusterQueueSpec(KueueModel):
     resource_groups: Annotated[list[ResourceGroup], Field(max_length=16)] | None = None
     cohort_name: Name | None = None
@@ -119,10 +128,9 @@ class ClusterQueueSpec(KueueModel):
     fair_sharing: FairSharing | None = None
     stop_policy: StopPolicy | None = None
     admission_checks_strategy: AdmissionChecksStrategy | None = None
-    # accepted, not acted on by the local cluster
-    flavor_fungibility: Obj | None = None
-    admission_scope: Obj | None = None
-    concurrent_admission_policy: Obj | None = None
+    flavor_fungibility: FlavorFungibility | None = None
+    admission_scope: AdmissionScope | None = None
+    concurrent_admission_policy: Obj | None = None  # refused (mpijob.api.support)
 
 
 class ClusterQueue(Object):
@@ -165,10 +173,18 @@ class Taint(KueueModel):
     time_added: str | None = None
 
 
+class Toleration(KueueModel):
+    key: str | None = None
+    operator: Literal["Equal", "Exists"] | None = None
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = None
+
+
 class ResourceFlavorSpec(KueueModel):
     node_labels: Annotated[dict[str, str], Field(max_length=8)] | None = None
     node_taints: Annotated[list[Taint], Field(max_length=8)] | None = None
-    tolerations: Annotated[list[Obj], Field(max_length=8)] | None = None
+    tolerations: Annotated[list[Toleration], Field(max_length=8)] | None = None
     topology_name: Name | None = None
 
 
@@ -189,8 +205,8 @@ class PodSet(KueueModel):
     name: Annotated[str, StringConstraints(max_length=63, pattern=DNS1123_LABEL)] | None = None
     count: Annotated[int, Field(ge=0, le=INT32_MAX)] | None = None
     min_count: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
-    template: Obj  # a PodTemplateSpec; requests are checked in `validation`
-    topology_request: Obj | None = None
+    template: Obj  # a PodTemplateSpec; requests are checked in `rules`
+    topology_request: Obj | None = None  # refused (mpijob.api.support)
 
 
 class PriorityClassRef(KueueModel):

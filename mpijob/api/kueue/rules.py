@@ -45,6 +45,12 @@ def _cluster_queue(obj: Obj, _: Obj | None) -> list[Cause]:
         out.append(Cause("spec.preemption", "Invalid value: reclaimWithinCohort=Never and "
                                             "borrowWithinCohort.Policy!=Never; set reclaimWithinCohort to "
                                             "LowerPriority or Any, or borrowWithinCohort.policy to Never"))
+    fungibility = spec.get("flavorFungibility") or {}
+    if fungibility.get("preference") is not None and (fungibility.get("whenCanBorrow"),
+                                                       fungibility.get("whenCanPreempt")) != ("TryNextFlavor",) * 2:
+        out.append(Cause("spec.flavorFungibility", "Invalid value: preference can only be set when both "
+                                                   "whenCanBorrow and whenCanPreempt are TryNextFlavor; set both or "
+                                                   "remove preference"))
     return out + _admission_checks(spec) + _weight(spec)
 
 
@@ -188,6 +194,22 @@ def _resource_flavor(obj: Obj, old: Obj | None) -> list[Cause]:
     if old is not None and before and spec.get("topologyName") != before:
         out.append(Cause("spec", f"Invalid value: topologyName is immutable when topologyName is set (was "
                                  f"{show(before)})"))
+    return out + _tolerations(spec.get("tolerations") or [])
+
+
+def _tolerations(tolerations: list[Obj]) -> list[Cause]:
+    """The CRD's CEL rules on a flavor's tolerations (enums are the schema's)."""
+    out = []
+    for i, t in enumerate(tolerations):
+        where, exists = f"spec.tolerations[{i}]", t.get("operator") == "Exists"
+        if not t.get("key") and not exists:
+            out.append(Cause(where, "Invalid value: operator must be Exists when 'key' is empty, which means 'match "
+                                    "all values and all keys'; set a key or operator: Exists"))
+        if t.get("tolerationSeconds") is not None and t.get("effect") != "NoExecute":
+            out.append(Cause(where, "Invalid value: effect must be 'NoExecute' when 'tolerationSeconds' is set; set "
+                                    "effect: NoExecute or remove tolerationSeconds"))
+        if exists and t.get("value") is not None:
+            out.append(Cause(where, "Invalid value: a value must be empty when 'operator' is 'Exists'; remove value"))
     return out
 
 

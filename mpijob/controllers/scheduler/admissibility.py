@@ -7,8 +7,9 @@ not exist. The local cluster serves no AdmissionCheck or Topology, so such a ref
 until it is removed. The scheduler holds the queue's workloads (`blocker`), the queueing controller
 writes the queue's `Active` condition from it, and each LocalQueue mirrors it (`local_queue_active`).
 
-Checked before quota, in Kueue's order: LocalQueue, ClusterQueue existence, inactive (stopped first),
-namespaceSelector.
+Checked before quota, in Kueue's order: LocalQueue existence, LocalQueue stopped (its `stopPolicy`:
+Kueue takes the LocalQueue's workloads out of the queue and marks them Inadmissible), ClusterQueue
+existence, inactive (stopped first), namespaceSelector.
 """
 
 from __future__ import annotations
@@ -83,9 +84,11 @@ def inactive(snap: Snapshot, cq: ClusterQueue) -> Inactive | None:
     return Inactive(causes[0][0], msg.cannot_admit([k for _, k, _ in causes]), human, stopped)
 
 
-def local_queue_active(snap: Snapshot, cluster_queue: str) -> tuple[bool, str, str]:
-    """A LocalQueue's `Active` condition (status, reason, message): Kueue's LocalQueue controller
-    mirrors the state of the ClusterQueue it points at."""
+def local_queue_active(snap: Snapshot, cluster_queue: str, stop_policy: str = "None") -> tuple[bool, str, str]:
+    """A LocalQueue's `Active` condition (status, reason, message): Kueue's LocalQueue controller says
+    a stopped LocalQueue is stopped, else mirrors the state of the ClusterQueue it points at."""
+    if stop_policy not in ("", "None"):
+        return False, msg.CQ_STOPPED, msg.LQ_IS_STOPPED
     cq = snap.cluster_queues.get(cluster_queue)
     if cq is None:
         return False, msg.LQ_CQ_MISSING, msg.CANNOT_SUBMIT
@@ -100,6 +103,10 @@ def blocker(snap: Snapshot, wl: Workload) -> tuple[str, str, str] | None:
         human = (f"LocalQueue {wl.local_queue} not found in namespace {wl.namespace}; create it or set the "
                  f"kueue.x-k8s.io/queue-name label to an existing LocalQueue")
         return (msg.MISCONFIGURED, msg.local_queue_missing(wl.local_queue), human)
+    if stop := snap.local_queue_stops.get((wl.namespace, wl.local_queue)):
+        return (msg.INADMISSIBLE, msg.local_queue_stopped(wl.local_queue),
+                f"LocalQueue {wl.local_queue} is stopped (stopPolicy {stop}); set its spec.stopPolicy to None to "
+                f"admit its workloads again")
     cq = snap.cluster_queues.get(wl.cluster_queue)
     if cq is None:
         return (msg.MISCONFIGURED, msg.cluster_queue_missing(wl.cluster_queue),

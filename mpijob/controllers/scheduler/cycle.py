@@ -125,13 +125,22 @@ class _Cycle:
         return (borrowing_on, drs.zero_weight_borrows, weighted, -e.wl.priority, e.wl.created, e.wl.key)
 
     def _drain(self) -> None:
-        """HoldAndDrain: evict what a stopped queue has admitted."""
+        """HoldAndDrain: evict what a stopped ClusterQueue, or a stopped LocalQueue, has admitted (once)."""
+        drained: set[str] = set()
         for name in sorted(self.snap.cluster_queues):
             if self.snap.cluster_queues[name].stop_policy != "HoldAndDrain":
                 continue
             for wl in sorted(self.admitted.get(name, []), key=lambda w: w.key):
                 if not evicted(wl):
                     self.out.append(Preempt(wl.key, "", "", msg.EVICTED_BY_CQ_STOPPED, msg.CLUSTER_QUEUE_STOPPED))
+                    drained.add(wl.key)
+        for wl in sorted(self.snap.workloads, key=lambda w: w.key):
+            stop = self.snap.local_queue_stops.get((wl.namespace, wl.local_queue))
+            if wl.admission is not None and stop == "HoldAndDrain" and wl.key not in drained and not evicted(wl):
+                self.out.append(Preempt(wl.key, "", "", msg.EVICTED_BY_LQ_STOPPED, msg.LOCAL_QUEUE_STOPPED))
+                if wl.cluster_queue in self.snap.cluster_queues:
+                    # its queue may be active: it keeps its quota until gone, and is nobody's preemption target
+                    self.victims[wl.key] = wl
 
     def _head(self, q: _Queue, queues: dict[str, _Queue]) -> _Entry | None:
         while q.at < len(q.pending):

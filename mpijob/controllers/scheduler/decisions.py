@@ -23,9 +23,9 @@ class Admit:
 @dataclass(frozen=True)
 class Preempt:
     """Evict an admitted workload. `reason` is the Preempted condition's reason (InClusterQueue,
-    InCohortReclamation, InCohortFairSharing, InCohortReclaimWhileBorrowing), or ClusterQueueStopped for
-    a HoldAndDrain eviction — then set only Evicted (reason ClusterQueueStopped), no Preempted condition,
-    and `by`/`by_uid` are empty."""
+    InCohortReclamation, InCohortFairSharing, InCohortReclaimWhileBorrowing), or ClusterQueueStopped /
+    LocalQueueStopped for a HoldAndDrain eviction — then set only Evicted (with that reason), no Preempted
+    condition, and `by`/`by_uid` are empty."""
 
     workload: str
     by: str  # the preemptor's key

@@ -97,12 +97,14 @@ NO_MATCHING_FLAVOR = "NoMatchingFlavor"
 WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
 MISCONFIGURED = "Misconfigured"
 SUSPENDED = "Suspended"
+INADMISSIBLE = "Inadmissible"  # its LocalQueue is stopped
 EVICTED_BY_CQ_STOPPED = "ClusterQueueStopped"  # Evicted reason (HoldAndDrain)
+EVICTED_BY_LQ_STOPPED = "LocalQueueStopped"  # Evicted reason (a LocalQueue's HoldAndDrain)
 
 # ClusterQueue and LocalQueue condition `Active` (clusterqueue_types.go; pkg/controller/core/localqueue_controller.go)
 ACTIVE = "Active"
 READY = "Ready"
-CQ_STOPPED = "Stopped"
+CQ_STOPPED = "Stopped"  # a stopped LocalQueue's Active=False reason too
 CQ_FLAVOR_NOT_FOUND = "FlavorNotFound"
 CQ_ADMISSION_CHECK_NOT_FOUND = "AdmissionCheckNotFound"
 CQ_TOPOLOGY_NOT_FOUND = "TopologyNotFound"
@@ -112,6 +114,7 @@ LQ_CQ_MISSING = "ClusterQueueDoesNotExist"
 CAN_ADMIT = "Can admit new workloads"
 CAN_SUBMIT = "Can submit new workloads to localQueue"
 CANNOT_SUBMIT = "Can't submit new workloads to clusterQueue"
+LQ_IS_STOPPED = "LocalQueue is stopped"
 STOPPED = "is stopped"  # a part of `cannot_admit`
 MAX_CONDITION_MESSAGE = 32 * 1024  # Kueue's maxConditionMsgSize
 
@@ -141,6 +144,7 @@ def missing_topology(topology: str, flavor: str) -> str:
 
 
 CLUSTER_QUEUE_STOPPED = "The ClusterQueue is stopped"  # Evicted message, reason ClusterQueueStopped
+LOCAL_QUEUE_STOPPED = "The LocalQueue is stopped"  # Evicted message, reason LocalQueueStopped
 NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
 OVERLAPPING_TARGETS = "Workload has overlapping preemption targets with another workload"
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
@@ -152,6 +156,10 @@ def local_queue_missing(lq: str) -> str:
 
 def cluster_queue_missing(cq: str) -> str:
     return f"ClusterQueue {cq} doesn't exist"
+
+
+def local_queue_stopped(lq: str) -> str:
+    return f"LocalQueue {lq} is stopped"
 
 
 def cluster_queue_stopped(cq: str) -> str:

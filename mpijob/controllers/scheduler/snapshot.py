@@ -91,3 +91,5 @@ class Snapshot:
     # kinds, so a ClusterQueue referencing one stays inactive (admissibility.inactive)
     admission_checks: frozenset[str] = frozenset()
     topologies: frozenset[str] = frozenset()
+    # (namespace, LocalQueue) → its stopPolicy, for stopped LocalQueues only ("Hold" | "HoldAndDrain")
+    local_queue_stops: dict[tuple[str, str], str] = field(default_factory=dict)

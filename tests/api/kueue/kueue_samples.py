@@ -1,7 +1,9 @@
 """Upstream-valid Kueue objects (v1beta2 and v1beta1) and a checker against the upstream CRD schemas.
 
-The CRDs are loaded from ../shared/upstream/kueue at test time (never copied into the package); every
-sample here must pass both that schema and the local cluster's admission.
+The CRDs are loaded from ../shared/upstream/kueue at test time (never copied into the package). Every
+object of `valid_samples` must pass both that schema and the local cluster's admission; every object of
+`refused_samples` passes the schema and is refused by the local cluster (`mpijob.api.support`), which
+does not do what Kueue would do with the field it names.
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ FULL_CLUSTER_QUEUE_SPEC: dict = {
     "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
                    "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100}},
     "fairSharing": {"weight": "2"},
-    "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "MayStopSearch"},
+    "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},  # what it does
+    "admissionScope": {"admissionMode": "NoAdmissionFairSharing"},
     "admissionChecksStrategy": {"admissionChecks": [{"name": "prov", "onFlavors": ["a100"]}]},
 }
 
@@ -143,7 +146,8 @@ def valid_samples() -> list[dict]:
     return [
         flavor(),
         flavor("a100", nodeLabels={"gpu": "a100"},
-               nodeTaints=[{"key": "gpu", "value": "a100", "effect": "NoSchedule"}]),
+               nodeTaints=[{"key": "gpu", "value": "a100", "effect": "PreferNoSchedule"}],
+               tolerations=[{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]),
         cluster_queue(),
         cluster_queue("team-b", **copy.deepcopy(FULL_CLUSTER_QUEUE_SPEC)),
         local_queue(),
@@ -151,7 +155,66 @@ def valid_samples() -> list[dict]:
         priority_class(),
         workload(),
         cohort(),
-        cohort("research-east", parentName="research", fairSharing={"weight": "500m"},
-               resourceGroups=[{"coveredResources": ["cpu"], "flavors": [
-                   {"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": 4, "lendingLimit": 2}]}]}]),
+        cohort("research-east", fairSharing={"weight": "500m"}),
+    ]
+
+
+def _pod_set_with(**template_spec: Any) -> dict:
+    wl = workload()
+    wl["spec"]["podSets"][1]["template"]["spec"].update(template_spec)
+    return wl
+
+
+def _with_spec(obj: dict, **spec: Any) -> dict:
+    out = copy.deepcopy(obj)
+    out["spec"].update(spec)
+    return out
+
+
+def refused_samples() -> list[tuple[str, dict, str]]:
+    """(id, a CRD-valid object, the field the local cluster refuses in it)."""
+    wl = workload()
+    two_containers = copy.deepcopy(wl["spec"]["podSets"][1]["template"]["spec"]["containers"][0])
+    two_containers["name"] = "sidecar"
+    return [
+        ("rf-noschedule-taint", flavor("a100", nodeTaints=[{"key": "gpu", "effect": "NoSchedule"}]),
+         "spec.nodeTaints[0].effect"),
+        ("cq-try-next-flavor-before-borrowing",
+         cluster_queue(flavorFungibility={"whenCanBorrow": "TryNextFlavor"}), "spec.flavorFungibility.whenCanBorrow"),
+        ("cq-stop-at-preemption", cluster_queue(flavorFungibility={"whenCanPreempt": "MayStopSearch"}),
+         "spec.flavorFungibility.whenCanPreempt"),
+        ("cq-fungibility-preference", cluster_queue(flavorFungibility={
+            "whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
+            "preference": "PreemptionOverBorrowing"}), "spec.flavorFungibility.preference"),
+        ("cq-admission-fair-sharing", cluster_queue(admissionScope={"admissionMode": "UsageBasedAdmissionFairSharing"}),
+         "spec.admissionScope.admissionMode"),
+        ("cq-concurrent-admission", cluster_queue(concurrentAdmissionPolicy={"migration": {
+            "mode": "TryPreferredFlavors", "constraints": {"lastAcceptableFlavorName": "default-flavor"}}}),
+         "spec.concurrentAdmissionPolicy"),
+        ("cohort-parent", cohort("research-east", parentName="research"), "spec.parentName"),
+        ("cohort-quota", cohort(resourceGroups=[{"coveredResources": ["cpu"], "flavors": [
+            {"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]),
+         "spec.resourceGroups"),
+        ("wl-min-count", _with_spec(wl, podSets=[wl["spec"]["podSets"][0],
+                                                 {**wl["spec"]["podSets"][1], "minCount": 1}]),
+         "spec.podSets[1].minCount"),
+        ("wl-topology-request", _with_spec(wl, podSets=[wl["spec"]["podSets"][0], {
+            **wl["spec"]["podSets"][1], "topologyRequest": {"required": "cloud.provider.com/rack"}}]),
+         "spec.podSets[1].topologyRequest"),
+        ("wl-max-execution-time", _with_spec(wl, maximumExecutionTimeSeconds=600), "spec.maximumExecutionTimeSeconds"),
+        ("wl-preemption-gates", _with_spec(wl, preemptionGates=[{"name": "example.com/wait"}]), "spec.preemptionGates"),
+        ("wl-init-containers", _pod_set_with(initContainers=[{"name": "fetch",
+                                                              "resources": {"requests": {"cpu": "8"}}}]),
+         "spec.podSets[1].template.spec.initContainers"),
+        ("wl-overhead", _pod_set_with(overhead={"cpu": "250m"}), "spec.podSets[1].template.spec.overhead"),
+        ("wl-node-selector", _pod_set_with(nodeSelector={"gpu": "a100"}), "spec.podSets[1].template.spec.nodeSelector"),
+        ("wl-node-affinity", _pod_set_with(affinity={"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["a100"]}]}]}}}),
+         "spec.podSets[1].template.spec.affinity.nodeAffinity"),
+        ("wl-resource-claims", _pod_set_with(resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-claim"}]),
+         "spec.podSets[1].template.spec.resourceClaims"),
+        ("wl-second-container", _pod_set_with(containers=[
+            wl["spec"]["podSets"][1]["template"]["spec"]["containers"][0], two_containers]),
+         "spec.podSets[1].template.spec.containers[1]"),
     ]

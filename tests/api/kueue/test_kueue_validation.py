@@ -15,6 +15,7 @@ from kueue_samples import (
     flavor,
     local_queue,
     priority_class,
+    refused_samples,
     valid_samples,
     workload,
 )
@@ -235,14 +236,34 @@ def test_local_queue_cluster_queue_is_immutable() -> None:
     assert _admit(copy.deepcopy(old), old)["spec"]["clusterQueue"] == "team-a"
 
 
-def test_accepted_but_not_implemented_fields_pass_unchecked() -> None:
-    """admissionChecks, fungibility, topology: valid upstream, so accepted as given."""
-    cq = cluster_queue(admissionScope={"admissionMode": "UsageBasedAdmissionFairSharing"},
-                       concurrentAdmissionPolicy={"migration": {"mode": "TryPreferredFlavors"}})
-    assert crd_errors(cq) == []
-    assert _admit(cq)["spec"]["admissionScope"] == {"admissionMode": "UsageBasedAdmissionFairSharing"}
-    wl = _with(workload(), "spec.podSets.1.topologyRequest", {"required": "rack"})
-    assert _admit(wl)["spec"]["podSets"][1]["topologyRequest"] == {"required": "rack"}
+@pytest.mark.parametrize(("obj", "field"), [x[1:] for x in refused_samples()], ids=[x[0] for x in refused_samples()])
+def test_fields_kueue_acts_on_and_the_local_cluster_does_not_are_refused(obj: dict, field: str) -> None:
+    """Valid upstream (not a schema error), and once accepted-and-ignored: now a 422 naming the field, saying
+    what Kueue would do differently and what to do instead."""
+    assert crd_errors(obj) == []
+    message = _causes(obj)[field]
+    assert message.startswith("Forbidden: ") and "local cluster" in message, message
+    assert any(fix in message for fix in ("remove ", "use ", "put ", "request them", "give it")), message
+
+
+def test_a_refused_field_set_to_what_the_local_cluster_does_anyway_is_honoured() -> None:
+    """Kueue's defaults for flavorFungibility are what the scheduler does: a stored queue, defaults filled in,
+    can be sent back unchanged (`kubectl get -o yaml | kubectl apply -f -`)."""
+    stored = _admit(cluster_queue(admissionScope={"admissionMode": "NoAdmissionFairSharing"}))
+    assert stored["spec"]["flavorFungibility"] == {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"}
+    assert _admit(_with(stored, "metadata", {"name": "team-copy"}))["spec"] == stored["spec"]  # created as sent
+    assert _admit(flavor(nodeTaints=[{"key": "gpu", "effect": "PreferNoSchedule"}]))["spec"]["nodeTaints"]
+    assert "spec.flavorFungibility.whenCanBorrow" in _causes(_with(stored, "spec.flavorFungibility.whenCanBorrow",
+                                                                    "TryNextFlavor"), stored)
+
+
+def test_a_status_write_to_an_object_stored_before_a_rule_passes_and_a_spec_change_does_not() -> None:
+    old = _admit(cluster_queue())
+    old["spec"]["flavorFungibility"]["whenCanBorrow"] = "TryNextFlavor"  # as an earlier server stored it
+    assert _admit(_with(old, "status", {"pendingWorkloads": 1}), old)["status"] == {"pendingWorkloads": 1}
+    assert _admit(_with(old, "metadata", {"name": "team-a", "labels": {"a": "b"}}), old)
+    causes = _causes(_with(old, "spec.queueingStrategy", "StrictFIFO"), old)
+    assert list(causes) == ["spec.flavorFungibility.whenCanBorrow"], causes
 
 
 def test_every_cause_names_a_fix_or_the_accepted_values() -> None:

@@ -117,3 +117,35 @@ def test_a_change_of_the_active_condition_alone_is_written(store: Store) -> None
     assert _condition(store.get(r.CLUSTER_QUEUES, "", "team"), "Active")[:2] == ("False", "AdmissionCheckNotFound")
     assert _condition(store.get(r.LOCAL_QUEUES, "default", "team-lq"), "Active")[:2] == (
         "False", "ClusterQueueIsInactive")
+
+
+def test_stopped_local_queue_is_inactive_holds_its_workload_and_drains_on_hold_and_drain(store: Store) -> None:
+    """Kueue's LocalQueue stopPolicy: Active=False (Stopped), its pending workload Inadmissible; HoldAndDrain
+    also evicts what it admitted; back to None, the workload is admitted again."""
+    _setup(store, {})
+    lq = store.get(r.LOCAL_QUEUES, "default", "team-lq")
+    lq["spec"]["stopPolicy"] = "Hold"
+    store.update(r.LOCAL_QUEUES, lq)
+    _cycle(store)
+    assert _condition(store.get(r.LOCAL_QUEUES, "default", "team-lq"), "Active") == (
+        "False", "Stopped", "LocalQueue is stopped")
+    assert _condition(store.get(r.CLUSTER_QUEUES, "", "team"), "Active")[0] == "True"  # the ClusterQueue is not
+    wl = store.get(r.WORKLOADS, "default", "wl")
+    assert _condition(wl, "QuotaReserved") == ("False", "Inadmissible", "LocalQueue team-lq is stopped")
+    assert wl["metadata"]["annotations"][WAITING_ANNOTATION].startswith(
+        "LocalQueue team-lq is stopped (stopPolicy Hold)")
+
+    lq = store.get(r.LOCAL_QUEUES, "default", "team-lq")
+    lq["spec"]["stopPolicy"] = "None"
+    store.update(r.LOCAL_QUEUES, lq)
+    _cycle(store)
+    assert _condition(store.get(r.LOCAL_QUEUES, "default", "team-lq"), "Active")[:2] == ("True", "Ready")
+    assert store.get(r.WORKLOADS, "default", "wl")["status"]["admission"]["clusterQueue"] == "team"
+
+    lq = store.get(r.LOCAL_QUEUES, "default", "team-lq")
+    lq["spec"]["stopPolicy"] = "HoldAndDrain"
+    store.update(r.LOCAL_QUEUES, lq)
+    _cycle(store)  # no TrainJob owns this Workload: nothing to stop, the Workload says it is evicted
+    wl = store.get(r.WORKLOADS, "default", "wl")
+    assert _condition(wl, "Evicted") == ("True", "LocalQueueStopped", "The LocalQueue is stopped")
+    assert "admission" not in wl["status"] and not any(c["type"] == "Preempted" for c in wl["status"]["conditions"])

@@ -1,5 +1,7 @@
 """Queue-level gates: stop policies, namespaceSelector, missing or inactive queues."""
 
+from dataclasses import replace
+
 from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
 from mpijob.controllers.scheduler.cycle import Preempt, schedule
@@ -78,3 +80,36 @@ def test_missing_flavor_makes_the_queue_inactive():
     p = pending(out)["default/j"]
     assert p.message == "ClusterQueue q is inactive"
     assert "ResourceFlavor default-flavor not found" in p.human
+
+
+def _stopped(policy: str, queues, workloads, lq: str = "lq-q"):
+    """A snapshot whose LocalQueue `lq` (namespace default) has stopPolicy `policy`."""
+    return replace(snap(queues, workloads), local_queue_stops={("default", lq): policy})
+
+
+def test_stopped_local_queue_holds_its_workloads_and_not_the_queues_others():
+    """Kueue's LocalQueue Hold: its workloads are Inadmissible and step aside, even in a StrictFIFO queue;
+    what it has admitted keeps running; other LocalQueues of the ClusterQueue admit as usual."""
+    q = queue("q", {GPU: 8}, strategy="StrictFIFO")
+    other = replace(job("other", t=1), local_queue="lq-other")
+    out = schedule(_stopped("Hold", [q], [job("running", admitted=FLAVOR), job("held", t=0), other]))
+    assert admitted(out) == ["default/other"] and preempted(out) == []
+    p = pending(out)["default/held"]
+    assert (p.reason, p.message) == ("Inadmissible", "LocalQueue lq-q is stopped")
+    assert p.human.startswith("LocalQueue lq-q is stopped (stopPolicy Hold); set its spec.stopPolicy to None")
+    assert admitted(schedule(snap([q], [job("held")]))) == ["default/held"]  # not stopped: admitted
+
+
+def test_stopped_local_queue_with_hold_and_drain_evicts_what_it_admitted_once():
+    q = queue("q", {GPU: 4}, within_cluster_queue="LowerPriority")
+    mine = job("mine", gpus=4, admitted=FLAVOR)
+    out = schedule(_stopped("HoldAndDrain", [q], [mine, replace(job("urgent", gpus=4, prio=10, t=1),
+                                                                local_queue="lq-other")]))
+    drains = [d for d in out if isinstance(d, Preempt)]
+    assert [(d.workload, d.reason, d.message, d.by) for d in drains] == [
+        ("default/mine", "LocalQueueStopped", "The LocalQueue is stopped", "")]  # not preempted a second time
+    assert "default/urgent" in pending(out)  # it fits once the drained workload is gone
+    both = replace(q, stop_policy="HoldAndDrain")
+    assert [d.reason for d in schedule(_stopped("HoldAndDrain", [both], [mine])) if isinstance(d, Preempt)] == [
+        "ClusterQueueStopped"]
+    assert preempted(schedule(_stopped("Hold", [q], [mine]))) == []
