@@ -100,3 +100,32 @@ def _element(document: Mapping[str, Any], sub: Mapping[str, Any]) -> tuple[dict[
     if not node.get("properties") and isinstance(extra, dict) and _element(document, extra)[0].get("properties"):
         return {"properties": {"*": extra}}, frozenset(refs)
     return node, frozenset(refs)
+
+
+def unknown_fields(document: Mapping[str, Any], group: str, version: str, kind: str, obj: Any) -> list[str]:
+    """The paths of `obj`'s fields that the kind's schema does not have, as kube-apiserver's strict
+    decoding names them (`data`, `spec.containers[0].foo`). Maps take any key; a schema that keeps
+    unknown fields (`x-kubernetes-preserve-unknown-fields`) or says nothing of its fields takes anything."""
+    found = kind_schema(document, group, version, kind)
+    if found is None:
+        raise KeyError(f"no schema for {group or 'core'}/{version} {kind} in this document")
+    return list(_unknown(document, resolve(document, found[1]), obj, ""))
+
+
+def _unknown(document: Mapping[str, Any], schema: Mapping[str, Any], value: Any, where: str) -> Iterator[str]:
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        return
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        item = resolve(document, schema["items"])
+        for i, element in enumerate(value):
+            yield from _unknown(document, item, element, f"{where}[{i}]")
+    elif isinstance(value, dict):
+        props, extra = schema.get("properties"), schema.get("additionalProperties")
+        for key, sub in value.items():
+            at = f"{where}.{key}" if where else key
+            if props and key in props:
+                yield from _unknown(document, resolve(document, props[key]), sub, at)
+            elif isinstance(extra, dict):
+                yield from _unknown(document, resolve(document, extra), sub, at)
+            elif props and key not in ("apiVersion", "kind"):
+                yield at

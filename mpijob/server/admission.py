@@ -137,6 +137,40 @@ def warnings(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> 
     return check(res.kind, obj).warnings if desired_changed(obj, old) else []
 
 
+FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+
+
+def unknown_fields(res: Resource, obj: dict[str, Any], mode: str | None) -> list[str]:
+    """kube-apiserver's `fieldValidation` for the built-in kinds (custom resources are checked against
+    their structural schema, which refuses unknown fields, in `admit`): `Strict` (what kubectl sends)
+    refuses a body with fields the kind does not have, `Warn` (the default) and `Ignore` drop them, Warn
+    with a warning each. Returns the warnings."""
+    from mpijob.api.openapi import unknown_fields as find
+    from mpijob.server import openapi
+
+    mode = mode or "Warn"
+    if mode not in FIELD_VALIDATION:
+        raise bad_request(f'invalid fieldValidation "{mode}": use one of {", ".join(FIELD_VALIDATION)}')
+    if res.group:
+        return []
+    unknown = find(openapi.v2_shared(), res.group, res.version, res.kind, obj)
+    if unknown and mode == "Strict":
+        said = ", ".join(f'unknown field "{u}"' for u in unknown)
+        raise bad_request(f"{res.kind} in version \"{res.version}\" cannot be handled as a {res.kind}: "
+                          f"strict decoding error: {said}")
+    for path in unknown:
+        _drop(obj, path)
+    return [f'unknown field "{u}"' for u in unknown] if mode == "Warn" else []
+
+
+def _drop(obj: dict[str, Any], path: str) -> None:
+    node: Any = obj
+    *parents, last = re.findall(r"[^.\[\]]+|\[\d+\]", path)
+    for token in parents:
+        node = node[int(token[1:-1])] if token.startswith("[") else node[token]
+    node.pop(last, None)
+
+
 def warm() -> None:
     """Build the validation schemas at start so the first write does not pay for it."""
     from mpijob.api.validation import warm as build

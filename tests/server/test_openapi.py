@@ -6,6 +6,7 @@ kubectl's own "no matches for kind"."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import uuid
 from pathlib import Path
@@ -203,3 +204,27 @@ def test_document_build_is_cached() -> None:
     assert openapi.v2_protobuf() is openapi.v2_protobuf()
     assert openapi.group_version_json("", "v1") is openapi.group_version_json("", "v1")
     assert openapi.document_json("apis/nope/v1") is None
+
+
+def test_fields_a_built_in_kind_does_not_have_are_refused_warned_or_dropped_as_kube_does(
+    kubectl: Any, http: Any
+) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "typo"}, "datta": {"k": "v"}}
+    strict = kubectl("apply", "-f", "-", input=json.dumps(body), check=False)  # kubectl sends Strict
+    assert strict.returncode != 0 and 'strict decoding error: unknown field "datta"' in strict.stderr, strict.stderr
+    assert http.get("/api/v1/namespaces/default/configmaps/typo").status_code == 404
+
+    warned = http.post("/api/v1/namespaces/default/configmaps", json=body)  # no fieldValidation: Warn
+    assert warned.status_code == 201 and "datta" not in warned.json()
+    assert warned.headers.get_list("warning") == ['299 - "unknown field \\"datta\\""']
+    ignored = http.post("/api/v1/namespaces/default/configmaps", params={"fieldValidation": "Ignore"},
+                        json={**body, "metadata": {"name": "typo2"}})
+    assert ignored.status_code == 201 and "warning" not in ignored.headers and "datta" not in ignored.json()
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "i", "imagePullPolicyy": "Always"}]}}
+    r = http.post("/api/v1/namespaces/default/pods", params={"fieldValidation": "Strict"}, json=pod)
+    assert r.status_code == 400 and 'unknown field "spec.containers[0].imagePullPolicyy"' in r.json()["message"]
+    assert http.post("/api/v1/namespaces/default/configmaps", params={"fieldValidation": "Loose"},
+                     json=body).status_code == 400
+    for name in ("typo", "typo2"):
+        http.delete(f"/api/v1/namespaces/default/configmaps/{name}")

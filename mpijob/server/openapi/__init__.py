@@ -115,6 +115,11 @@ def v2() -> dict[str, Any]:
     return json.loads(v2_json())  # type: ignore[no-any-return]
 
 
+def v2_shared() -> dict[str, Any]:
+    """The Swagger 2.0 document itself, built once: read it, never change it (writes check against it)."""
+    return _v2_document()
+
+
 @cache
 def v2_json() -> bytes:
     return _dump(_v2_document())

@@ -142,11 +142,12 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
     ns = obj["metadata"].get("namespace", "")
     _require_namespace(cluster, res, ns)
     stored, obj = to_storage(res, obj)
+    dropped = admission.unknown_fields(res, obj, request.query_params.get("fieldValidation"))
     obj = admission.admit(stored, _fresh(stored, obj), None)
     admission.check_references(cluster.store, stored, obj)
     if cluster.store.try_get(stored, ns, name) is not None:
         raise errors.already_exists(res.plural, name, res.group)
-    warnings = admission.warnings(stored, obj, None)
+    warnings = dropped + admission.warnings(stored, obj, None)
     if _dry_run(request):
         meta = obj["metadata"]
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
@@ -158,8 +159,9 @@ def _write(request: Request, cluster: Cluster, res: Resource, client_res: Resour
            status: bool) -> Response:
     """Admit and store an update (answered in the client's version `client_res`, with kube's warnings);
     finish a pending deletion once its last finalizer is gone."""
+    dropped = admission.unknown_fields(client_res, new, request.query_params.get("fieldValidation"))
     new = admission.admit(res, new, old)
-    warnings = [] if status else admission.warnings(res, new, old)
+    warnings = dropped + ([] if status else admission.warnings(res, new, old))
     if _dry_run(request):
         return _render(request, client_res, new, warnings=warnings)
     stored = cluster.store.update(res, new, status=status)
