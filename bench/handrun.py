@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpijob.controllers.sandbox import PRIVSEP_DIR
+
 SSHD = "/usr/sbin/sshd"
 SSH_PORT = 2222
 REMOTE_HOSTS = 3  # plus localhost as the 4th host, like a launcher that is also a node
@@ -66,6 +68,8 @@ async def run(command_script: str, marker: str, nodes: int) -> Sample:
             _check(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "bench-host", "-f", str(host_key)]),
         )
         shutil.copyfile(key.with_suffix(".pub"), work / "authorized_keys")
+        if os.geteuid() == 0:  # what a root sshd needs and only the ssh service creates: by hand, we make it
+            os.makedirs(PRIVSEP_DIR, mode=0o755, exist_ok=True)
         ips = free_addresses(nodes - 1)
         (work / "home").mkdir()
         for i, ip in enumerate(ips):
