@@ -3,24 +3,20 @@ a change to a command, an option or an SDK docstring without regenerating fails 
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from tools_support import load_tool
 
 REPO = Path(__file__).resolve().parents[2]
 FIX = "run .venv/bin/python tools/gen_docs.py"
 
 
 def _load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_docs", REPO / "tools" / "gen_docs.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("gen_docs")
 
 
 gen = _load_generator()

@@ -5,7 +5,6 @@ kubectl's own "no matches for kind"."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import uuid
@@ -15,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tools_support import load_tool
 
 from mpijob.api.openapi import crd_definition_name, field_paths, kind_schema, ref_name, schemas
 from mpijob.api.resources import ALL, served_versions
@@ -25,11 +25,7 @@ PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_openapi_data", REPO / "tools" / "gen_openapi_data.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("gen_openapi_data")
 
 
 def _flat(text: str) -> str:

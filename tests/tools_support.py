@@ -1,0 +1,19 @@
+"""The scripts in tools/ as modules, for the tests that check their output is committed fresh
+(imported by name: tests have no packages, so this name is unique)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_tool(name: str) -> ModuleType:
+    """`tools/<name>.py`, loaded as a module."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
