@@ -39,6 +39,7 @@ class PodPlan:
     resources: dict  # container resources after trainer.resourcesPerNode
     run_as_user: int | None
     run_as_group: int | None
+    fs_group: int | None  # the pod's securityContext.fsGroup: a supplementary group of its processes
     labels: dict[str, str]
     annotations: dict[str, str]  # the pod template's own, as the Job controller copies them to its pods
     depends_on_nodes_ready: bool  # launcher `dependsOn: node Ready`
@@ -259,7 +260,7 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
                 image=image, command=command, args=args,
                 env=_upsert_env(env, [{"name": n.ENV_COMPLETION_INDEX, "value": str(idx)}]),
                 working_dir=c.get("workingDir"), resources=resources,
-                run_as_user=run_as_user, run_as_group=run_as_group, labels=labels,
+                run_as_user=run_as_user, run_as_group=run_as_group, fs_group=psc.get("fsGroup"), labels=labels,
                 annotations=dict((pod_template.get("metadata") or {}).get("annotations") or {}),
                 depends_on_nodes_ready=is_launcher and depends, pod_spec=pod_spec,
             ))

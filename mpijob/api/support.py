@@ -104,6 +104,7 @@ RUNTIME: dict[str, Rule] = {
     f"{_POD}": _w(_ONE_MACHINE),
     f"{_POD}.securityContext.runAsUser": _h(),
     f"{_POD}.securityContext.runAsGroup": _h(),
+    f"{_POD}.securityContext.fsGroup": _h(),
     f"{_POD}.volumes": _r(VOLUMES_LATER),
     f"{_POD}.initContainers": _r(f"init containers are {_NOT_RUN} yet"),
     f"{_POD}.ephemeralContainers": _r(f"ephemeral containers are {_NOT_RUN}"),

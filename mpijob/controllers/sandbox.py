@@ -96,6 +96,7 @@ class User:
     gid: int
     name: str
     home: str
+    groups: tuple[int, ...] = ()  # supplementary groups (the pod's fsGroup), listed in the pod's /etc/group
 
 
 def job_user(plan: RunPlan, pod: PodPlan, mode: str) -> User:
@@ -110,7 +111,8 @@ def job_user(plan: RunPlan, pod: PodPlan, mode: str) -> User:
         return User(0, gid, "root", "/root")
     mount = plan.ssh_auth_mount_path.rstrip("/")
     home = str(Path(mount).parent) if mount.startswith("/home/") and mount.endswith("/.ssh") else "/home/mpiuser"
-    return User(uid, gid, Path(home).name, home)
+    groups = (pod.fs_group,) if pod.fs_group is not None and pod.fs_group != gid else ()
+    return User(uid, gid, Path(home).name, home, groups)
 
 
 class JobFiles:
@@ -360,7 +362,12 @@ def _passwd(user: User) -> str:
 
 
 def _group(user: User) -> str:
+    """The host's groups minus any that clash with the job user's, plus its own; the user is a member of
+    its supplementary groups, so `setpriv --init-groups` and sshd's sessions (ranks) both get them."""
     keep = [g for g in grp.getgrall() if g.gr_gid != user.gid and g.gr_name != user.name]
-    lines = [f"{g.gr_name}:x:{g.gr_gid}:{','.join(g.gr_mem)}" for g in keep]
+    lines = [f"{g.gr_name}:x:{g.gr_gid}:{','.join([*g.gr_mem, *([user.name] if g.gr_gid in user.groups else [])])}"
+             for g in keep]
     lines.append(f"{user.name}:x:{user.gid}:")
+    known = {g.gr_gid for g in keep}
+    lines += [f"fsgroup-{gid}:x:{gid}:{user.name}" for gid in user.groups if gid not in known]
     return "\n".join(lines) + "\n"

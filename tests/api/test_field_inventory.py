@@ -64,6 +64,7 @@ PROOF = {
         f"{JOB}.spec.template.metadata": "api/test_render.py::test_launcher_pod",
         f"{POD}.securityContext.runAsUser": "api/test_plan.py::test_security_context_container_beats_pod",
         f"{POD}.securityContext.runAsGroup": "api/test_plan.py::test_security_context_container_beats_pod",
+        f"{POD}.securityContext.fsGroup": f"{E2E}::test_the_pods_fs_group_is_a_group_of_every_rank",
         f"{CTR}.name": "api/test_validation_runtimes_core.py::test_pod_needs_named_containers",
         f"{CTR}.command": "e2e/test_upstream_runtime.py::test_deepspeed_runtime_applied_unchanged_runs_a_job",
         f"{CTR}.args": "api/test_plan.py::test_fields_go_where_trainer_puts_them",

@@ -185,3 +185,22 @@ def test_kubectl_shows_what_the_local_cluster_refuses_and_what_it_only_warns_abo
     assert ("Warning: spec.template.spec.replicatedJobs[1].template.spec.template.spec.nodeSelector.accelerator: "
             "no effect on one machine") in applied.stderr, applied.stderr
     api.delete(f"{TRAINER}/clustertrainingruntimes/ee-warned")
+
+
+def test_the_pods_fs_group_is_a_group_of_every_rank(api: httpx.Client) -> None:
+    runtime = copy.deepcopy(bundled()[0])
+    runtime["metadata"]["name"] = "ee-fsgroup"
+    for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        rjob["template"]["spec"]["template"]["spec"]["securityContext"]["fsGroup"] = 2345
+    assert api.post(f"{TRAINER}/clustertrainingruntimes", json=runtime).status_code == 201
+    try:
+        create(api, trainjob("ee-fsgroup", ["mpirun", "bash", "-c", 'echo "groups $(id -u) $(id -G)"'],
+                             runtime="ee-fsgroup"))
+        assert condition(wait_finished(api, "ee-fsgroup"), "Complete")
+        log = pod_log(api, launcher_of(job_pods(api, "ee-fsgroup"))["metadata"]["name"])
+        groups = [line.split()[1:] for line in log.splitlines() if line.startswith("groups ")]
+        assert len(groups) == 2, log  # the launcher's rank and the node's, started through its sshd
+        assert all(g[0] == "1000" and "2345" in g[1:] for g in groups), log
+    finally:
+        _delete(api, "ee-fsgroup")
+        api.delete(f"{TRAINER}/clustertrainingruntimes/ee-fsgroup")
