@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpijob.controllers.sandbox import PRIVSEP_DIR
+from mpijob.controllers.kubelet.sandbox import PRIVSEP_DIR
 
 SSHD = "/usr/sbin/sshd"
 SSH_PORT = 2222

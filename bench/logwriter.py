@@ -1,6 +1,6 @@
 """How fast the server stores a launcher's output with each line's rank, against storing it plain.
 
-The launcher's stream is read by one thread (mpijob/controllers/pods.py); if it falls behind, Open MPI
+The launcher's stream is read by one thread (mpijob/controllers/kubelet/pods.py); if it falls behind, Open MPI
 4.1's mpirun drops output. Both sides write the same tagged output (`[1,R]<stdout>:rank R line N`,
 some lines split mid-way as Open MPI forwards them) in 64 KiB reads through `LogWriter`: ours reads
 the tags into ranks (`LauncherOutput`), the baseline stores the bytes as they come. Prints JSON.

@@ -40,7 +40,7 @@ from surfaces import (  # noqa: E402 — the sibling module, found whether run f
     wait_runtime,
 )
 
-from mpijob.server import daemon  # noqa: E402
+from mpijob.store import supervisor  # noqa: E402
 from mpijob.store.home import Home  # noqa: E402
 
 RANKS = 4
@@ -95,7 +95,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mpijob-ringtest-") as tmp:
         home = Home(Path(tmp) / "home")
-        info = daemon.start(home, timeout=60)
+        info = supervisor.start(home, timeout=60)
         try:
             with raw_client(info.kubeconfig) as http:
                 wait_runtime(http)
@@ -118,7 +118,7 @@ def main() -> int:
             print(f"bench/ringtest.py: {e}", file=sys.stderr)
             return 1
         finally:
-            daemon.stop(home)
+            supervisor.stop(home)
     median = {k: stats(v, 5) for k, v in samples.items()}
     print(json.dumps({
         "runs": args.runs, "loops": args.loops, "ranks": RANKS, "cores": len(os.sched_getaffinity(0)),

@@ -30,16 +30,16 @@ from startup import BenchError, api_client, wait_runtime  # the sibling bench mo
 from mpijob.api import plan as run_plan
 from mpijob.api import render, runtimes
 from mpijob.api import resources as r
-from mpijob.controllers.queueing import Queueing
-from mpijob.controllers.scheduler import Admit, Pending, Preempt, schedule
-from mpijob.controllers.scheduler.snapshot import Snapshot
-from mpijob.controllers.workloads import (
+from mpijob.controllers.kueue.queueing import Queueing
+from mpijob.controllers.kueue.scheduler import Admit, Pending, Preempt, schedule
+from mpijob.controllers.kueue.scheduler.snapshot import Snapshot
+from mpijob.controllers.kueue.workloads import (
     PRIORITY_LABEL,
     QUEUE_LABEL,
     build_snapshot,
     render_workload,
 )
-from mpijob.server import daemon
+from mpijob.store import supervisor
 from mpijob.store.home import Home
 from mpijob.store.objects import Store
 
@@ -362,14 +362,14 @@ def main(argv: list[str] | None = None) -> int:
     tmp = tempfile.TemporaryDirectory(prefix="mpijob-bench-home-")
     home = Home(Path(tmp.name)).ensure()
     try:
-        info = daemon.start(home, env={"MPIJOB_CAPACITY": E2E_CAPACITY})
+        info = supervisor.start(home, env={"MPIJOB_CAPACITY": E2E_CAPACITY})
         end_to_end = asyncio.run(e2e(info.kubeconfig, args.jobs, args.namespaces))
         end_to_end["sandbox_mode"] = info.sandbox_mode
-    except (BenchError, daemon.ServerError, httpx.HTTPError, OSError) as exc:
+    except (BenchError, supervisor.ServerError, httpx.HTTPError, OSError) as exc:
         print(f"bench/scheduler.py: end-to-end part failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:
-        daemon.stop(home)
+        supervisor.stop(home)
         tmp.cleanup()
     print(json.dumps({"decision": decision, "end_to_end": end_to_end}, indent=2))
     return 0

@@ -29,7 +29,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import handrun  # noqa: E402 — the sibling module, found whether run from the repo root or bench/
 
-from mpijob.server import daemon  # noqa: E402
+from mpijob.store import supervisor  # noqa: E402
 from mpijob.store.home import Home  # noqa: E402
 
 NODES = 4
@@ -263,13 +263,13 @@ def main(argv: list[str] | None = None) -> int:
     tmp = tempfile.TemporaryDirectory(prefix="mpijob-bench-home-")
     home = Home(Path(tmp.name)).ensure()
     try:
-        info = daemon.start(home)
+        info = supervisor.start(home)
         result = asyncio.run(bench(runs, info.kubeconfig, info.sandbox_mode))
-    except (BenchError, handrun.BaselineError, daemon.ServerError, httpx.HTTPError, OSError) as exc:
+    except (BenchError, handrun.BaselineError, supervisor.ServerError, httpx.HTTPError, OSError) as exc:
         print(f"bench/startup.py: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:
-        daemon.stop(home)
+        supervisor.stop(home)
         tmp.cleanup()
     print(json.dumps(result, indent=2))
     return 0

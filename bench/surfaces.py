@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from startup import RUNTIME, TRAINJOBS, BenchError, kubeconfig_access, parse_runs  # the sibling bench module
 
 import mpijob
-from mpijob.server import daemon
+from mpijob.store import supervisor
 from mpijob.store.home import Home
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -410,14 +410,14 @@ def main(argv: list[str] | None = None) -> int:
     home = Home(Path(tmp.name) / "home").ensure()
     t0 = time.perf_counter()
     try:
-        info = daemon.start(home)
+        info = supervisor.start(home)
         result = bench(runs, home.root, info.kubeconfig, Path(tmp.name))
         result["sandbox_mode"] = info.sandbox_mode
     except Exception as exc:  # noqa: BLE001 — a bench reports what failed to run, it does not judge
         print(f"bench/surfaces.py: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:
-        daemon.stop(home)
+        supervisor.stop(home)
         tmp.cleanup()
     result["total_s"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(result, indent=2))

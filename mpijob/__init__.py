@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from mpijob._version import __version__
 
 
 if TYPE_CHECKING:  # for IDEs and type checkers; at run time these load lazily

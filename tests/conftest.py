@@ -18,8 +18,8 @@ import httpx
 import pytest
 import yaml
 
-from mpijob.server import daemon
-from mpijob.server.daemon import ServerInfo
+from mpijob.store import supervisor
+from mpijob.store.supervisor import ServerInfo
 from mpijob.store.home import Home
 
 KUBECTL = "/usr/bin/kubectl"
@@ -36,13 +36,13 @@ class Servers:
     def start(self, name: str, *, controllers: bool = True, home: Path | None = None,
               env: dict[str, str] | None = None) -> ServerInfo:
         h = Home(home or self.root / name).ensure()
-        info = daemon.start(h, timeout=60, env={**(env or {}), **({} if controllers else NO_CONTROLLERS)})
+        info = supervisor.start(h, timeout=60, env={**(env or {}), **({} if controllers else NO_CONTROLLERS)})
         self.started.append(h)
         return info
 
     def stop_all(self) -> None:
         for h in self.started:
-            daemon.stop(h, timeout=20)
+            supervisor.stop(h, timeout=20)
         self.started.clear()
 
 

@@ -288,16 +288,3 @@ def generate_ssh_keypair() -> tuple[str, str]:
         serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
     ).decode() + "\n"
     return private_pem, public_line
-
-
-from mpijob.api.render import (  # noqa: E402  (re-exported: the controllers import everything from here)
-    owner_reference,
-    render_hostfile_configmap,
-    render_pod,
-    render_secret,
-)
-
-__all__ = [
-    "PodPlan", "RunPlan", "resolve", "generate_ssh_keypair", "merge_resources", "gpu_count",
-    "owner_reference", "render_hostfile_configmap", "render_pod", "render_secret",
-]

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import base64
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mpijob.api import names as n
-
-if TYPE_CHECKING:
-    from mpijob.api.plan import PodPlan, RunPlan
+from mpijob.api.plan import PodPlan, RunPlan
 
 
 def owner_reference(trainjob: dict) -> dict:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, is_dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -12,27 +11,15 @@ from mpijob.cli import output
 from mpijob.cli.exitcodes import Exit
 from mpijob.cli.session import handles_errors
 from mpijob.client.config import local_kubeconfig
+from mpijob.store import supervisor
 from mpijob.store.home import Home
 
 server_app = typer.Typer(help="Run the local cluster (state in $MPIJOB_HOME).", no_args_is_help=True)
 
 
-def _daemon() -> Any:
-    from mpijob.server import daemon
-
-    return daemon
-
-
-def _info_dict(info: Any) -> dict[str, Any]:
-    data = asdict(info) if is_dataclass(info) else dict(vars(info))
-    return {k: (str(v) if not isinstance(v, (int, float, bool, type(None))) else v) for k, v in data.items()}
-
-
-def _print_info(info: Any) -> None:
-    d = _info_dict(info)
-    for key in ("url", "pid", "kubeconfig", "home", "sandbox_mode", "version"):
-        if key in d:
-            print(f"{key.replace('_', ' ') + ':':<14}{d[key]}")
+def _print_info(info: supervisor.ServerInfo) -> None:
+    for key, value in info.to_dict().items():
+        print(f"{key.replace('_', ' ') + ':':<14}{value}")
 
 
 @server_app.command("start")
@@ -43,18 +30,17 @@ def start(
         help="Override detected capacity, e.g. nvidia.com/gpu=8,cpu=16,memory=64Gi (any subset).")] = "",
 ) -> None:
     """Start the local cluster in the background; return once it serves requests."""
-    daemon = _daemon()
     home = Home.default()
     if capacity:
         from mpijob.api.kueue.capacity import parse_capacity
 
         parse_capacity(capacity)  # refuse a bad value here, before a server is started
-    if daemon.status(home) is None:
+    if supervisor.status(home) is None:
         output.info(f"starting local cluster in {home.root}…")
     elif capacity:
         output.info("the local cluster is already running: stop it first to change its capacity")
     try:
-        info = daemon.start(home.ensure(), timeout=timeout, env={"MPIJOB_CAPACITY": capacity} if capacity else None)
+        info = supervisor.start(home.ensure(), timeout=timeout, env={"MPIJOB_CAPACITY": capacity} if capacity else None)
     except TimeoutError as exc:
         output.error(exc)
         raise typer.Exit(int(Exit.TIMEOUT)) from None
@@ -77,14 +63,16 @@ def run(
 
         parse_capacity(capacity)
         os.environ["MPIJOB_CAPACITY"] = capacity
-    _daemon().run(Home.default().ensure())
+    from mpijob.server import daemon  # the server's own code, loaded only to become the server
+
+    daemon.run(Home.default().ensure())
 
 
 @server_app.command("stop")
 def stop(timeout: Annotated[float, typer.Option(help="Seconds before SIGKILL.")] = 30) -> None:
     """Stop the local cluster (jobs keep their records and logs; running ones are ended)."""
     home = Home.default()
-    if _daemon().stop(home, timeout=timeout):
+    if supervisor.stop(home, timeout=timeout):
         output.info(f"local cluster in {home.root} stopped")
     else:
         output.info(f"local cluster in {home.root} is not running")
@@ -96,12 +84,12 @@ def status(
 ) -> None:
     """Print url, pid, kubeconfig, home, sandbox mode and version; exit 8 when not running."""
     home = Home.default()
-    info = _daemon().status(home)
+    info = supervisor.status(home)
     if info is None:
         output.info(f"local cluster in {home.root} is not running (start it: mpijob server start)")
         raise typer.Exit(int(Exit.UNAVAILABLE))
     if output_format == "json":
-        print(json.dumps(_info_dict(info), indent=2))
+        print(json.dumps(info.to_dict(), indent=2))
     else:
         _print_info(info)
 

@@ -42,17 +42,17 @@ def local_kubeconfig(start: bool = True, notify: Callable[[str], None] = _stderr
     Raises `ServerUnavailable` when it is down and `start` is false.
     """
     from mpijob.client.errors import ServerUnavailable
-    from mpijob.server import daemon
+    from mpijob.store import supervisor
 
     home = Home.default()
-    info = daemon.status(home)
+    info = supervisor.status(home)
     if info is None:
         if not start:
             raise ServerUnavailable(str(home.root), "the local cluster is not running (`mpijob server start`)")
         notify(f"starting local cluster in {home.root}…")
         try:
-            info = daemon.start(home.ensure())
-        except Exception as exc:  # the daemon reports why (it includes the server log tail)
+            info = supervisor.start(home.ensure())
+        except Exception as exc:  # the supervisor reports why (it includes the server log tail)
             raise ServerUnavailable(str(home.root), f"the local cluster failed to start: {exc}") from exc
     return Path(info.kubeconfig)
 

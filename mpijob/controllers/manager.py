@@ -15,13 +15,12 @@ from typing import Any
 
 from mpijob.api.quantity import parse_quantity
 from mpijob.api.resources import TRAINJOBS
-from mpijob.controllers import capacity, gc
 from mpijob.controllers import conditions as cond
-from mpijob.controllers import pods as kubelet
-from mpijob.controllers.queueing import Queueing
-from mpijob.controllers.runner import Outcome
-from mpijob.controllers.sandbox import check_mode, detect_mode
-from mpijob.controllers.trainjob import TrainJobController, job_pods
+from mpijob.controllers.kubelet import capacity, gc, pods
+from mpijob.controllers.kubelet.sandbox import check_mode, detect_mode
+from mpijob.controllers.kueue.queueing import Queueing
+from mpijob.controllers.trainer.runner import Outcome
+from mpijob.controllers.trainer.trainjob import TrainJobController, job_pods
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
@@ -74,15 +73,15 @@ class Manager:
             if cond.finished(tj):
                 continue
             meta = tj["metadata"]
-            pods = job_pods(self.store, meta["namespace"], meta["name"])
-            if not any(p.get("status", {}).get("startTime") for p in pods):
+            started = job_pods(self.store, meta["namespace"], meta["name"])
+            if not any(p.get("status", {}).get("startTime") for p in started):
                 continue  # never started: it starts normally
             message = ("the local cluster's control plane restarted while the job was running; "
                        "its processes were stopped and it is not re-adopted")
-            for p in pods:
+            for p in started:
                 if p.get("status", {}).get("phase") in ("Pending", "Running"):
-                    kubelet.set_terminated(self.store, meta["namespace"], p["metadata"]["name"],
-                                           kubelet.Exit(137, 9), cond.RESTARTED, message)
+                    pods.set_terminated(self.store, meta["namespace"], p["metadata"]["name"],
+                                           pods.Exit(137, 9), cond.RESTARTED, message)
             self.trainjobs.finish(self.store.get(TRAINJOBS, meta["namespace"], meta["name"]),
                                    Outcome(False, cond.RESTARTED, message))
 

@@ -100,8 +100,8 @@ def check_references(store: Store, res: Resource, obj: dict[str, Any]) -> None:
 def check_fits(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any]) -> None:
     """Refuse (403, "exceeded quota") a job its ClusterQueue could never admit, before anything exists."""
     from mpijob.api.plan import resolve
-    from mpijob.controllers.scheduler import never_fits
-    from mpijob.controllers.workloads import (
+    from mpijob.controllers.kueue.scheduler import never_fits
+    from mpijob.controllers.kueue.workloads import (
         DEFAULT_CLUSTER_QUEUE,
         QUEUE_LABEL,
         build_snapshot,

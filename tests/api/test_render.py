@@ -13,14 +13,8 @@ import jsonschema
 import pytest
 from kubernetes.client import ApiClient
 
-from mpijob.api.plan import (
-    generate_ssh_keypair,
-    owner_reference,
-    render_hostfile_configmap,
-    render_pod,
-    render_secret,
-    resolve,
-)
+from mpijob.api.plan import generate_ssh_keypair, resolve
+from mpijob.api.render import owner_reference, render_hostfile_configmap, render_pod, render_secret
 from mpijob.api.runtimes import bundled
 from mpijob.api.schema import _simplify, strip_nulls
 

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from cli_support import Invoke, trainjob_names
 
-from mpijob.server import daemon
+from mpijob.store import supervisor
 from mpijob.store.home import Home
 
 
@@ -143,7 +143,7 @@ def test_stopped_server_exits_8(mpijob: Invoke, new_server: Any, tmp_path: Path)
     kc = tmp_path / "stopped-kubeconfig"
     kc.write_text(Path(info.kubeconfig).read_text())
     kc.chmod(0o600)
-    daemon.stop(Home(info.home), timeout=20)
+    supervisor.stop(Home(info.home), timeout=20)
     r = mpijob("get", "trainjobs", "--kubeconfig", str(kc))
     assert r.exit_code == 8 and "cannot reach the API server" in r.stderr and r.stdout == ""
 

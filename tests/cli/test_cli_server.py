@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cli_support import MPIJOB_BIN
 
-from mpijob.server import daemon
+from mpijob.store import supervisor
 from mpijob.store.home import Home
 
 
@@ -47,7 +47,7 @@ def test_kubeconfig_starts_the_local_cluster_on_demand(tmp_path: Path) -> None:
         assert stopped.returncode == 0 and "stopped" in stopped.stderr
         assert _mpijob(home, "server", "status").returncode == 8
     finally:
-        daemon.stop(Home(home), timeout=20)
+        supervisor.stop(Home(home), timeout=20)
 
 
 def test_server_start_prints_where_it_runs(tmp_path: Path) -> None:
@@ -58,4 +58,4 @@ def test_server_start_prints_where_it_runs(tmp_path: Path) -> None:
         assert f"home:         {home}" in r.stdout and "url:          https://127.0.0.1:" in r.stdout
         assert _mpijob(home, "server", "start").returncode == 0  # already running: fine
     finally:
-        daemon.stop(Home(home), timeout=20)
+        supervisor.stop(Home(home), timeout=20)

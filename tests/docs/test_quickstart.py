@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mpijob import Client
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 
 REPO = Path(__file__).resolve().parents[2]
 PI = re.compile(r"pi ~= (3\.\d+)")

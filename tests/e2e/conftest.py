@@ -19,7 +19,7 @@ from kubeflow.common.types import KubernetesBackendConfig
 from kubeflow.trainer import TrainerClient
 from kubernetes import client as k8s_client
 
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from e2e_support import condition, create, https_client, pod_log, trainjob, wait_finished, wait_for, wait_launcher
 
-from mpijob.server import daemon
+from mpijob.store import supervisor
 from mpijob.store.home import Home
 
 PROBE = r'''echo "rank $OMPI_COMM_WORLD_RANK user=$(id -un) home_exists=$(test -d "$HOME" && echo yes)"
@@ -50,9 +50,9 @@ def bare_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Home
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
         )
     try:
-        wait_for(lambda: proc.poll() is not None or daemon.status(home), "the server to be ready", timeout=60)
+        wait_for(lambda: proc.poll() is not None or supervisor.status(home), "the server to be ready", timeout=60)
         assert proc.poll() is None, home.server_log.read_text()
-        info = daemon.status(home)
+        info = supervisor.status(home)
         assert info is not None and info.sandbox_mode == request.param
         yield home
     finally:

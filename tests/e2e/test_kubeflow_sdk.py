@@ -12,7 +12,7 @@ import yaml
 from e2e_support import trainjob
 from kubeflow.trainer import CustomTrainer, TrainerClient
 
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 
 SOURCE = "ee-sdk-src"
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]

@@ -12,7 +12,7 @@ import pytest
 from e2e_support import TRAINER, job_pods, wait_for
 from kubeflow.trainer import CustomTrainer, TrainerClient
 
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 
 RUNTIME = "mpi-distributed"
 

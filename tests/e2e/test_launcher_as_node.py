@@ -26,7 +26,7 @@ from e2e_support import (
     wait_finished,
 )
 
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 
 JOB = "ee-lan"
 GREETING = "hello from every rank"

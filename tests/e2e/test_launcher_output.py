@@ -15,7 +15,7 @@ import pytest
 from e2e_support import condition, create, job_pods, launcher_of, pod_log, trainjob, wait_finished
 from kubeflow.trainer import TrainerClient
 
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 
 MPIJOB = str(Path(sys.executable).parent / "mpijob")
 # printf, not echo: the exact bytes, spaces, a tab and brackets included

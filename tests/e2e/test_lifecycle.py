@@ -24,8 +24,8 @@ from e2e_support import (
     wait_no_processes,
 )
 
-from mpijob.server import daemon
-from mpijob.server.daemon import ServerInfo
+from mpijob.store import supervisor
+from mpijob.store.supervisor import ServerInfo
 from mpijob.store.home import Home
 
 CASCADE, LOGS = "ee-cascade", "ee-logs"
@@ -70,7 +70,7 @@ def test_logs_survive_the_job_and_a_server_restart(
     assert sorted(re.findall(r"^persist rank=(\d)$", before, re.MULTILINE)) == ["0", "1"], before
 
     home = Home(info.home)
-    assert daemon.stop(home, timeout=30)
+    assert supervisor.stop(home, timeout=30)
     again = new_server("logs")
     assert again.pid != info.pid
     after = kubectl("logs", launcher).stdout

@@ -24,7 +24,7 @@ from e2e_support import (
     wait_for,
 )
 
-from mpijob.server import daemon
+from mpijob.store import supervisor
 from mpijob.store.home import Home
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -158,7 +158,7 @@ def test_queue_state_survives_kill_9(servers: Any) -> None:
         os.waitpid(info.pid, 0)
     except ChildProcessError:
         pass
-    again = daemon.start(Home(info.home), timeout=60, env=env)
+    again = supervisor.start(Home(info.home), timeout=60, env=env)
     with https_client(again.kubeconfig) as c:
         holder = wait_finished(c, "q-holder")
         assert condition(holder, "Failed")["reason"] == "ControlPlaneRestarted"

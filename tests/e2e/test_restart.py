@@ -30,7 +30,7 @@ from e2e_support import (
     wait_ranks_seen,
 )
 
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 
 JOB, AFTER = "ee-restart", "ee-after-restart"
 SLEEPER = 'echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 60'
@@ -39,7 +39,7 @@ SLEEPER = 'echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 60'
 def _kill_server(info: ServerInfo) -> None:
     os.kill(info.pid, signal.SIGKILL)
     try:
-        os.waitpid(info.pid, 0)  # our child (daemon.start): reap it so it is really gone
+        os.waitpid(info.pid, 0)  # our child (supervisor.start): reap it so it is really gone
     except ChildProcessError:
         pass
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from mpijob import Client
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 
 
 @pytest.fixture()

@@ -12,7 +12,7 @@ from sdk_support import hello
 
 from mpijob import AsyncClient, TrainJob
 from mpijob.sdk.errors import InvalidInput, JobFailed, NotFound, Timeout
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 
 
 def run(coro: Any) -> Any:

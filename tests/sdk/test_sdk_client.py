@@ -15,7 +15,7 @@ from mpijob.sdk.errors import (
     ServerUnavailable,
     Timeout,
 )
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 
 
 def test_create_get_list_wait_logs_events_delete(client: Client) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mpijob import Client
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -15,7 +15,7 @@ import yaml
 
 from mpijob import AsyncClient, Client, TrainJob
 from mpijob.sdk.errors import Forbidden, MpijobError, NotFound, QuotaExceeded
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 
 
 def _wrong_token_kubeconfig(server: ServerInfo, tmp_path: Path) -> tuple[Path, str]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 
 
 @pytest.fixture(scope="session")

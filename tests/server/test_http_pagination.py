@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from mpijob.server.daemon import ServerInfo
+from mpijob.store.supervisor import ServerInfo
 from mpijob.store.home import Home
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"

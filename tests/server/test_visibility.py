@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mpijob.controllers.scheduler.snapshot import (
+from mpijob.controllers.kueue.scheduler.snapshot import (
     ClusterQueue,
     PodSet,
     Snapshot,

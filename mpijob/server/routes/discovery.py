@@ -9,7 +9,7 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-import mpijob
+from mpijob._version import __version__
 from mpijob.api.resources import ALL, Resource, groups
 
 KUBE_MAJOR, KUBE_MINOR = "1", "32"
@@ -22,7 +22,7 @@ def version() -> dict[str, Any]:
         "major": KUBE_MAJOR,
         "minor": KUBE_MINOR,
         "gitVersion": GIT_VERSION,
-        "gitCommit": f"mpijob-{mpijob.__version__}",
+        "gitCommit": f"mpijob-{__version__}",
         "gitTreeState": "clean",
         "buildDate": "2025-01-01T00:00:00Z",
         "goVersion": f"python{platform.python_version()}",

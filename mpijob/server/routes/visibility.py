@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 from mpijob.api import errors
 from mpijob.api.resources import lookup
-from mpijob.controllers.scheduler.snapshot import Snapshot, Workload
+from mpijob.controllers.kueue.scheduler.snapshot import Snapshot, Workload
 from mpijob.server.http import json_response, parse_int
 from mpijob.store.objects import Store
 
@@ -109,8 +109,8 @@ def api_resource_list() -> Obj:
 
 def compute_positions(store: Store) -> tuple[Snapshot, Positions]:
     """The scheduler's view of the queues now (imported lazily: the controllers load after the API)."""
-    from mpijob.controllers.scheduler import positions
-    from mpijob.controllers.workloads import build_snapshot
+    from mpijob.controllers.kueue.scheduler import positions
+    from mpijob.controllers.kueue.workloads import build_snapshot
 
     snap = build_snapshot(store)
     return snap, positions(snap)

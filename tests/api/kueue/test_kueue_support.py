@@ -16,7 +16,7 @@ from mpijob.api.errors import ApiError
 from mpijob.api.kueue.conversion import to_storage
 from mpijob.api.support import REFUSED, RULES, check, rule_for
 from mpijob.api.validation import admit
-from mpijob.controllers.workloads import default_objects
+from mpijob.controllers.kueue.workloads import default_objects
 
 KINDS = sorted(PLURALS)
 TOP = {"apiVersion", "kind", "metadata", "status"}  # every kind's: honoured, as the Trainer tables do

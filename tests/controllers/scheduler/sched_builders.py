@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from mpijob.controllers.scheduler.cycle import Admit, Pending, Preempt
-from mpijob.controllers.scheduler.snapshot import (
+from mpijob.controllers.kueue.scheduler.cycle import Admit, Pending, Preempt
+from mpijob.controllers.kueue.scheduler.snapshot import (
     Assignment,
     ClusterQueue,
     FlavorQuotas,

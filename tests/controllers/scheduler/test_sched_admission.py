@@ -2,7 +2,7 @@
 
 from sched_builders import GPU, admitted, job, pending, queue, snap
 
-from mpijob.controllers.scheduler.cycle import Admit, schedule
+from mpijob.controllers.kueue.scheduler.cycle import Admit, schedule
 
 
 def test_all_or_nothing_admits_no_part_of_a_job_that_does_not_fit():

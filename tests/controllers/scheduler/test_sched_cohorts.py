@@ -2,7 +2,7 @@
 
 from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
-from mpijob.controllers.scheduler.cycle import Admit, Preempt, queue_usage, schedule
+from mpijob.controllers.kueue.scheduler.cycle import Admit, Preempt, queue_usage, schedule
 
 
 def test_borrow_unused_quota_of_the_cohort():

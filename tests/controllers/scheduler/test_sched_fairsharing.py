@@ -2,7 +2,7 @@
 
 from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
-from mpijob.controllers.scheduler.cycle import Preempt, schedule, weighted_shares
+from mpijob.controllers.kueue.scheduler.cycle import Preempt, schedule, weighted_shares
 
 
 def teams(wa: float = 1.0, wb: float = 1.0, **kw):

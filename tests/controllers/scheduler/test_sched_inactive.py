@@ -6,9 +6,9 @@ from dataclasses import replace
 
 from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
-from mpijob.controllers.scheduler import messages as msg
-from mpijob.controllers.scheduler.admissibility import inactive, local_queue_active
-from mpijob.controllers.scheduler.cycle import schedule
+from mpijob.controllers.kueue.scheduler import messages as msg
+from mpijob.controllers.kueue.scheduler.admissibility import inactive, local_queue_active
+from mpijob.controllers.kueue.scheduler.cycle import schedule
 
 
 def two_flavors(name: str, flavors: tuple[str, ...], **kw):

@@ -4,7 +4,7 @@ import time
 
 from sched_builders import FLAVOR, GPU, admitted, job, pending, queue, snap
 
-from mpijob.controllers.scheduler.cycle import (
+from mpijob.controllers.kueue.scheduler.cycle import (
     never_fits,
     positions,
     queue_usage,

@@ -2,8 +2,8 @@
 
 from sched_builders import GPU, job, pending, queue, snap
 
-from mpijob.controllers.scheduler import messages as msg
-from mpijob.controllers.scheduler.cycle import schedule
+from mpijob.controllers.kueue.scheduler import messages as msg
+from mpijob.controllers.kueue.scheduler.cycle import schedule
 
 
 def test_quantities_print_as_kubernetes_does():

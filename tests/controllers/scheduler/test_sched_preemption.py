@@ -2,7 +2,7 @@
 
 from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
-from mpijob.controllers.scheduler.cycle import Preempt, schedule
+from mpijob.controllers.kueue.scheduler.cycle import Preempt, schedule
 
 
 def q(policy: str = "LowerPriority", gpus: int = 8, **kw):
@@ -83,7 +83,7 @@ def test_two_preemptors_do_not_share_victims():
 def test_already_evicted_victims_are_not_evicted_twice():
     from dataclasses import dataclass
 
-    from mpijob.controllers.scheduler.snapshot import Workload
+    from mpijob.controllers.kueue.scheduler.snapshot import Workload
 
     @dataclass(frozen=True)
     class Evicting(Workload):

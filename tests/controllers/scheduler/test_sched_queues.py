@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
-from mpijob.controllers.scheduler.cycle import Preempt, schedule
+from mpijob.controllers.kueue.scheduler.cycle import Preempt, schedule
 
 
 def test_hold_admits_nothing_new_and_keeps_running_workloads():

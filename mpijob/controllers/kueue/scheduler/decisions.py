@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpijob.controllers.scheduler.messages import PENDING
-from mpijob.controllers.scheduler.snapshot import Assignment
+from mpijob.controllers.kueue.scheduler.messages import PENDING
+from mpijob.controllers.kueue.scheduler.snapshot import Assignment
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mpijob.controllers.scheduler import messages as msg
-from mpijob.controllers.scheduler.quota import FR, Ledger, Usage
-from mpijob.controllers.scheduler.snapshot import (
+from mpijob.controllers.kueue.scheduler import messages as msg
+from mpijob.controllers.kueue.scheduler.quota import FR, Ledger, Usage
+from mpijob.controllers.kueue.scheduler.snapshot import (
     Assignment,
     ClusterQueue,
     ResourceGroup,

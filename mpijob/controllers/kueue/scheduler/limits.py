@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mpijob.controllers.scheduler import messages as msg
-from mpijob.controllers.scheduler.flavors import NO_FIT, Assigner
-from mpijob.controllers.scheduler.quota import Ledger
-from mpijob.controllers.scheduler.snapshot import Snapshot, Workload
+from mpijob.controllers.kueue.scheduler import messages as msg
+from mpijob.controllers.kueue.scheduler.flavors import NO_FIT, Assigner
+from mpijob.controllers.kueue.scheduler.quota import Ledger
+from mpijob.controllers.kueue.scheduler.snapshot import Snapshot, Workload
 
 
 def never_fits(snap: Snapshot, wl: Workload) -> str | None:

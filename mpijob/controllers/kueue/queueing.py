@@ -1,6 +1,6 @@
 """The Kueue controller: runs scheduling cycles over the store and writes their decisions back.
 
-A cycle is `mpijob.controllers.scheduler.schedule(build_snapshot(store))` — pure — and this module turns
+A cycle is `mpijob.controllers.kueue.scheduler.schedule(build_snapshot(store))` — pure — and this module turns
 each decision into what Kueue would write: Workload conditions and admission, Events on the TrainJob,
 queue status (the `Active` condition of ClusterQueues and LocalQueues included).
 Evictions call back into the TrainJob controller, which stops the whole job. Cycles are coalesced: a
@@ -19,7 +19,7 @@ from mpijob.api import resources as r
 from mpijob.api.quantity import parse_quantity
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
-from mpijob.controllers.scheduler import (
+from mpijob.controllers.kueue.scheduler import (
     Admit,
     Pending,
     Preempt,
@@ -27,15 +27,15 @@ from mpijob.controllers.scheduler import (
     schedule,
     weighted_shares,
 )
-from mpijob.controllers.scheduler import messages as msg
-from mpijob.controllers.scheduler.admissibility import inactive, local_queue_active
-from mpijob.controllers.scheduler.snapshot import Snapshot
-from mpijob.controllers.workloads import (
+from mpijob.controllers.kueue.scheduler import messages as msg
+from mpijob.controllers.kueue.scheduler.admissibility import inactive, local_queue_active
+from mpijob.controllers.kueue.scheduler.snapshot import Snapshot
+from mpijob.controllers.kueue.workloads import (
     WAITING_ANNOTATION,
     build_snapshot,
-    stop_policy,
     default_objects,
     live,
+    stop_policy,
 )
 from mpijob.store.objects import Store
 

@@ -14,7 +14,7 @@ from mpijob.api import resources as r
 from mpijob.api.kueue.capacity import to_base_units
 from mpijob.api.plan import RunPlan
 from mpijob.controllers import conditions as cond
-from mpijob.controllers.scheduler.snapshot import (
+from mpijob.controllers.kueue.scheduler.snapshot import (
     Assignment,
     ClusterQueue,
     FlavorQuotas,

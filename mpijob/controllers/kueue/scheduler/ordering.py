@@ -6,7 +6,7 @@ import math
 from datetime import datetime
 from functools import lru_cache
 
-from mpijob.controllers.scheduler.snapshot import Snapshot, Workload
+from mpijob.controllers.kueue.scheduler.snapshot import Snapshot, Workload
 
 
 def evicted(wl: Workload) -> bool:

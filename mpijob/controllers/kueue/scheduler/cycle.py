@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpijob.controllers.scheduler import fairsharing as fs
-from mpijob.controllers.scheduler import messages as msg
-from mpijob.controllers.scheduler.admissibility import blocker, inactive
-from mpijob.controllers.scheduler.decisions import Admit, Decision, Pending, Preempt
-from mpijob.controllers.scheduler.fairsharing import weighted_shares
-from mpijob.controllers.scheduler.flavors import (
+from mpijob.controllers.kueue.scheduler import fairsharing as fs
+from mpijob.controllers.kueue.scheduler import messages as msg
+from mpijob.controllers.kueue.scheduler.admissibility import blocker, inactive
+from mpijob.controllers.kueue.scheduler.decisions import Admit, Decision, Pending, Preempt
+from mpijob.controllers.kueue.scheduler.fairsharing import weighted_shares
+from mpijob.controllers.kueue.scheduler.flavors import (
     NO_CANDIDATES,
     NO_FIT,
     PREEMPT,
@@ -30,11 +30,11 @@ from mpijob.controllers.scheduler.flavors import (
     Assigner,
     FlavorResult,
 )
-from mpijob.controllers.scheduler.limits import never_fits, queue_usage
-from mpijob.controllers.scheduler.ordering import evicted, pending_by_queue, positions
-from mpijob.controllers.scheduler.preemption import Preemptor, Target
-from mpijob.controllers.scheduler.quota import FR, Ledger, usage_of
-from mpijob.controllers.scheduler.snapshot import ClusterQueue, Snapshot, Workload
+from mpijob.controllers.kueue.scheduler.limits import never_fits, queue_usage
+from mpijob.controllers.kueue.scheduler.ordering import evicted, pending_by_queue, positions
+from mpijob.controllers.kueue.scheduler.preemption import Preemptor, Target
+from mpijob.controllers.kueue.scheduler.quota import FR, Ledger, usage_of
+from mpijob.controllers.kueue.scheduler.snapshot import ClusterQueue, Snapshot, Workload
 
 __all__ = ["Admit", "Decision", "Pending", "Preempt", "never_fits", "positions", "queue_usage", "schedule",
            "weighted_shares"]

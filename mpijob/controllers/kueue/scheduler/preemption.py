@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpijob.controllers.scheduler import fairsharing as fs
-from mpijob.controllers.scheduler.ordering import candidate_key, evicted
-from mpijob.controllers.scheduler.quota import FR, Ledger, Usage, usage_of
-from mpijob.controllers.scheduler.snapshot import ClusterQueue, Workload
+from mpijob.controllers.kueue.scheduler import fairsharing as fs
+from mpijob.controllers.kueue.scheduler.ordering import candidate_key, evicted
+from mpijob.controllers.kueue.scheduler.quota import FR, Ledger, Usage, usage_of
+from mpijob.controllers.kueue.scheduler.snapshot import ClusterQueue, Workload
 
 WITHIN_CQ, HIERARCHICAL, WITHOUT_BORROWING, WHILE_BORROWING = range(4)
 _REASONS = {WITHIN_CQ: "InClusterQueue", HIERARCHICAL: "InCohortReclamation",

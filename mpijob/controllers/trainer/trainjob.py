@@ -26,17 +26,18 @@ from mpijob.api.resources import (
 )
 from mpijob.api.selectors import parse_labels
 from mpijob.controllers import conditions as cond
-from mpijob.controllers import deadline, events
-from mpijob.controllers.addresses import AddressPool, CorePool, DevicePool, crowding
-from mpijob.controllers.runner import JobRunner, Outcome
-from mpijob.controllers.sandbox import SSH_PORT, YIELD_WHEN_IDLE, JobFiles, job_user
-from mpijob.controllers.workloads import (
+from mpijob.controllers import events
+from mpijob.controllers.kubelet.addresses import AddressPool, CorePool, DevicePool, crowding
+from mpijob.controllers.kubelet.sandbox import SSH_PORT, YIELD_WHEN_IDLE, JobFiles, job_user
+from mpijob.controllers.kueue.workloads import (
     DEFAULT_CLUSTER_QUEUE,
     DEFAULT_LOCAL_QUEUE,
     QUEUE_LABEL,
     render_workload,
     workload_name,
 )
+from mpijob.controllers.trainer import deadline
+from mpijob.controllers.trainer.runner import JobRunner, Outcome
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpijob.controllers.scheduler import messages as msg
-from mpijob.controllers.scheduler.snapshot import ClusterQueue, Snapshot, Workload
+from mpijob.controllers.kueue.scheduler import messages as msg
+from mpijob.controllers.kueue.scheduler.snapshot import ClusterQueue, Snapshot, Workload
 
 
 @dataclass(frozen=True)

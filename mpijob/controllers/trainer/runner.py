@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from mpijob.api.mpi_output import LauncherOutput, asks_for_tags
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.controllers import conditions as cond
-from mpijob.controllers import pods as kubelet
-from mpijob.controllers.cgroups import PodCgroup
-from mpijob.controllers.sandbox import (
+from mpijob.controllers.kubelet import pods
+from mpijob.controllers.kubelet.cgroups import PodCgroup
+from mpijob.controllers.kubelet.sandbox import (
     ACCEPTED,
     LOCAL_MCA,
     NAMESPACE,
@@ -54,8 +54,8 @@ class JobRunner:
         self.local_mca = {**LOCAL_MCA, **({YIELD_WHEN_IDLE: "1"} if yield_when_idle else {})}
         self.requeue = False  # stopped by Kueue (preempted, suspended): runs again once re-admitted
         self.mode = files.mode
-        self.procs: dict[str, kubelet.PodProcess] = {}
-        self.exits: dict[str, kubelet.Exit] = {}
+        self.procs: dict[str, pods.PodProcess] = {}
+        self.exits: dict[str, pods.Exit] = {}
         self.cgroups: dict[str, PodCgroup] = {}
         self._stopping: str | None = None
         self._stop_reason = cond.RESTARTED
@@ -118,7 +118,7 @@ class JobRunner:
         home = user.home if self.mode == NAMESPACE else str(pod_dir / "home")
         base_env = {"PATH": pod_path(), **self._marker(pod)}
         if sshd_only:
-            self.procs[pod.name + "/sshd"] = await kubelet.spawn(
+            self.procs[pod.name + "/sshd"] = await pods.spawn(
                 self.logs, self.plan.namespace, pod.name + "-sshd", self.files.sshd_argv(pod), base_env
             )
             return
@@ -135,12 +135,12 @@ class JobRunner:
         mpi = None
         if pod.is_launcher:
             mpi = functools.partial(LauncherOutput, keep_tags=asks_for_tags([*pod.command, *pod.args], _user_env(pod)))
-        self.procs[pod.name] = await kubelet.spawn(self.logs, self.plan.namespace, pod.name, argv, base_env, cwd, mpi)
+        self.procs[pod.name] = await pods.spawn(self.logs, self.plan.namespace, pod.name, argv, base_env, cwd, mpi)
         if self._stopping:  # stopped while this pod was being spawned: it must not outlive the job
             self.procs[pod.name].kill(signal.SIGTERM)
         # Ready as a kubelet sees it: a node once its sshd accepts the job key (the runtime's readiness
         # probe on port 2222, see _ready), the launcher (no probe) as soon as it runs
-        kubelet.set_running(self.store, self.plan.namespace, pod.name, self.ips[pod.hostname], ready=pod.is_launcher)
+        pods.set_running(self.store, self.plan.namespace, pod.name, self.ips[pod.hostname], ready=pod.is_launcher)
 
     async def _ready(self, pod: PodPlan, user: User, key: str) -> None:
         """Wait until the pod's sshd accepts the job key (a real ssh authentication)."""
@@ -159,13 +159,13 @@ class JobRunner:
             if await _sshd_answers(ip, SSH_PORT):
                 if await self._key_accepted(ip, user):
                     if key == pod.name:
-                        kubelet.set_running(self.store, self.plan.namespace, pod.name, ip, ready=True)
+                        pods.set_running(self.store, self.plan.namespace, pod.name, ip, ready=True)
                     return
             await asyncio.sleep(PROBE_INTERVAL)
 
     def _last_line(self, log_name: str) -> str:
         """What a pod said last (sshd's reason for refusing to start, say), for the failure message."""
-        tail = self.logs.read(self.plan.namespace, log_name, kubelet.CONTAINER, tail_lines=1)
+        tail = self.logs.read(self.plan.namespace, log_name, pods.CONTAINER, tail_lines=1)
         return tail.decode(errors="replace").strip()
 
     async def _key_accepted(self, ip: str, user: User) -> bool:
@@ -226,7 +226,7 @@ class JobRunner:
             return Outcome(True, "AllJobsCompleted", "jobset completed successfully")
         if pod.is_launcher and waits[first] == pod.name:
             msg = f"launcher pod {pod.name} exited with {result.describe()}"
-            detail = _rank_failure(self.logs.read(self.plan.namespace, pod.name, kubelet.CONTAINER, tail_lines=60))
+            detail = _rank_failure(self.logs.read(self.plan.namespace, pod.name, pods.CONTAINER, tail_lines=60))
             last = self._last_line(pod.name)
             msg = f"{detail}; {msg}" if detail else f"{msg}: {last}" if last else msg
         else:
@@ -254,17 +254,17 @@ class JobRunner:
             exit = self.exits.get(key) or await proc.wait()
             cgroup = self.cgroups.get(key)
             if cgroup and cgroup.oom_kills() and not outcome.succeeded:
-                kubelet.set_terminated(self.store, self.plan.namespace, key, kubelet.Exit(137, 9), "OOMKilled",
+                pods.set_terminated(self.store, self.plan.namespace, key, pods.Exit(137, 9), "OOMKilled",
                                        f"a process of this pod exceeded its memory limit ({cgroup.oom_kills()} OOM kill(s))")
             elif key in live and outcome.succeeded:
                 # Nodes are shut down once the launcher is done, as JobSet does.
-                kubelet.set_terminated(self.store, self.plan.namespace, key, kubelet.Exit(0), "Completed",
+                pods.set_terminated(self.store, self.plan.namespace, key, pods.Exit(0), "Completed",
                                        "stopped after the TrainJob completed")
             elif key in live or self._stopping:  # stopped by us, whether or not it had ended by now
-                kubelet.set_terminated(self.store, self.plan.namespace, key, exit, self._stop_reason if self._stopping else None,
+                pods.set_terminated(self.store, self.plan.namespace, key, exit, self._stop_reason if self._stopping else None,
                                        f"stopped because the TrainJob failed: {outcome.message}")
             else:
-                kubelet.set_terminated(self.store, self.plan.namespace, key, exit)
+                pods.set_terminated(self.store, self.plan.namespace, key, exit)
         for cgroup in self.cgroups.values():
             cgroup.remove()
 
@@ -293,7 +293,7 @@ class Stopped(Exception):
 
 
 class NodeFailed(Exception):
-    def __init__(self, pod: PodPlan, exit: kubelet.Exit | None, what: str, said: str = "") -> None:
+    def __init__(self, pod: PodPlan, exit: pods.Exit | None, what: str, said: str = "") -> None:
         super().__init__(what)
         self.pod, self.exit, self.what, self.said = pod, exit, what, said
 

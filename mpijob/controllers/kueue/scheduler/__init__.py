@@ -1,0 +1,10 @@
+"""Kueue semantics on one machine: pure scheduling decisions over a snapshot (this package), applied to
+the store by `mpijob.controllers.kueue.queueing`."""
+
+from mpijob.controllers.kueue.scheduler.cycle import schedule
+from mpijob.controllers.kueue.scheduler.decisions import Admit, Pending, Preempt
+from mpijob.controllers.kueue.scheduler.fairsharing import weighted_shares
+from mpijob.controllers.kueue.scheduler.limits import never_fits, queue_usage
+from mpijob.controllers.kueue.scheduler.ordering import positions
+
+__all__ = ["Admit", "Pending", "Preempt", "never_fits", "positions", "queue_usage", "schedule", "weighted_shares"]
