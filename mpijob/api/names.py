@@ -1,7 +1,11 @@
-"""Names, labels and well-known constants that Trainer, JobSet and the Job controller give a TrainJob's objects.
+"""The vocabulary: every API group and version, label and annotation key, condition reason and object
+name that Trainer, JobSet, Kueue, the Job controller and mpijob give a TrainJob's objects.
 
-They live in one place so the controllers, the renderers and the validators agree on every string a
-user program or `kubectl -l` may depend on (PARITY §2).
+Each word is defined here once, as Kueue keeps `pkg/controller/constants` and the Kubeflow SDK its
+`constants.py`, and imported everywhere else, so the controllers, the renderers, the validators and
+every client agree on every string a program, `kubectl -l` or a dashboard may depend on
+(docs/parity.md). `tests/api/test_vocabulary.py` fails when a word defined here is spelled out again
+in another module of the package.
 """
 
 from __future__ import annotations
@@ -9,8 +13,19 @@ from __future__ import annotations
 import hashlib
 import re
 
+# -- API groups and versions ---------------------------------------------------------------------
+
 TRAINER_GROUP = "trainer.kubeflow.org"
-TRAINER_API_VERSION = f"{TRAINER_GROUP}/v1alpha1"
+TRAINER_VERSION = "v1alpha1"
+TRAINER_API_VERSION = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSION = "v1beta2"  # Kueue's storage version, and the one every client of ours prefers
+KUEUE_V1BETA1 = "v1beta1"  # still served, converted on the way in and out
+KUEUE_API_VERSION = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
+KUEUE_VISIBILITY_GROUP = f"visibility.{KUEUE_GROUP}"
+KUEUE_VISIBILITY_PATH = f"/apis/{KUEUE_VISIBILITY_GROUP}/{KUEUE_VERSION}"
+SCHEDULING_GROUP = "scheduling.k8s.io"
+META_API_VERSION = "meta.k8s.io/v1"
 MAX_ENV = 128  # the CRD's maxItems for trainer.env
 
 # replicatedJob and container names (Trainer constants.Node / constants.Launcher)
@@ -18,9 +33,29 @@ NODE = "node"
 LAUNCHER = "launcher"
 CONTAINER = "node"  # every MPI container is named `node`, the launcher's too
 
-LABEL_ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+# -- Trainer's labels and managers ---------------------------------------------------------------
+
+LABEL_ANCESTOR = f"{TRAINER_GROUP}/trainjob-ancestor-step"
 ANCESTOR_TRAINER = "trainer"
-LABEL_FRAMEWORK = "trainer.kubeflow.org/framework"
+LABEL_FRAMEWORK = f"{TRAINER_GROUP}/framework"
+MANAGED_BY_TRAINER = f"{TRAINER_GROUP}/trainjob-controller"  # spec.managedBy values Trainer accepts
+MANAGED_BY_MULTIKUEUE = f"{KUEUE_GROUP}/multikueue"
+LABEL_APP_NAME = "app.kubernetes.io/name"
+
+# -- Kueue's labels (pkg/controller/constants) and priority sources -------------------------------
+
+LABEL_QUEUE_NAME = f"{KUEUE_GROUP}/queue-name"
+LABEL_PRIORITY_CLASS = f"{KUEUE_GROUP}/priority-class"
+LABEL_JOB_UID = f"{KUEUE_GROUP}/job-uid"
+PRIORITY_SOURCE_KUEUE = f"{KUEUE_GROUP}/workloadpriorityclass"
+PRIORITY_SOURCE_POD = f"{SCHEDULING_GROUP}/priorityclass"
+
+# -- mpijob's own keys, added beside upstream's --------------------------------------------------
+
+ANNOTATION_WAITING = "mpijob.io/waiting"  # the human "why waiting" of a TrainJob, for every client to show
+ANNOTATION_CAPACITY = "mpijob.io/capacity"  # "machine": a default ClusterQueue whose quota follows the machine
+
+# -- JobSet's and the Job controller's labels ----------------------------------------------------
 
 LABEL_JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 LABEL_RJOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -31,7 +66,17 @@ LABEL_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 LABEL_JOB_NAME = "batch.kubernetes.io/job-name"
 ENV_COMPLETION_INDEX = "JOB_COMPLETION_INDEX"
 
-# MPI plugin (Trainer pkg/constants)
+# -- Condition types and reasons of a TrainJob (Trainer, JobSet, and ours) -------------------------
+
+COMPLETE, FAILED, SUSPENDED = "Complete", "Failed", "Suspended"
+REASON_COMPLETED = "AllJobsCompleted"  # JobSet's
+REASON_FAILED_JOBS = "FailedJobs"  # JobSet's
+REASON_DEADLINE_EXCEEDED = "DeadlineExceeded"  # Trainer's activeDeadlineSeconds
+REASON_RUNTIME_NOT_SUPPORTED = "TrainingRuntimeNotSupported"  # Trainer's
+REASON_CONTROL_PLANE_RESTARTED = "ControlPlaneRestarted"  # ours: the local cluster's server went away mid-run
+
+# -- MPI plugin (Trainer pkg/constants) ----------------------------------------------------------
+
 HOSTFILE_DIR = "/etc/mpi"
 HOSTFILE_KEY = "hostfile"
 HOSTFILE_PATH = f"{HOSTFILE_DIR}/{HOSTFILE_KEY}"
