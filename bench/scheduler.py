@@ -27,23 +27,18 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from startup import BenchError, api_client, wait_runtime  # the sibling bench module
 
+from mpijob.api import Obj, render, runtimes
 from mpijob.api import plan as run_plan
-from mpijob.api import render, runtimes
 from mpijob.api import resources as r
+from mpijob.api.kueue.snapshot import Snapshot
+from mpijob.api.names import KUEUE_API_VERSION, LABEL_PRIORITY_CLASS, LABEL_QUEUE_NAME, TRAINER_API_VERSION
 from mpijob.controllers.kueue.queueing import Queueing
 from mpijob.controllers.kueue.scheduler import Admit, Pending, Preempt, schedule
-from mpijob.controllers.kueue.scheduler.snapshot import Snapshot
-from mpijob.controllers.kueue.workloads import (
-    PRIORITY_LABEL,
-    QUEUE_LABEL,
-    build_snapshot,
-    render_workload,
-)
+from mpijob.controllers.kueue.workloads import SnapshotCache, build_snapshot, render_workload
 from mpijob.store import supervisor
 from mpijob.store.home import Home
 from mpijob.store.objects import Store
 
-Obj = dict[str, Any]
 SEED = 4  # the synthetic cluster is the same on every invocation
 PRIORITIES = {"low": 100, "mid": 500, "high": 1000}
 TEAMS = ("team-a", "team-b")  # one ClusterQueue each, in one cohort
@@ -97,9 +92,9 @@ def _cluster_queue(team: str) -> Obj:
 
 def _trainjob(rng: random.Random, team: str, index: int) -> Obj:
     """A TrainJob of a random small shape and priority; it becomes a Workload with 2 pod sets."""
-    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+    return {"apiVersion": TRAINER_API_VERSION, "kind": "TrainJob",
             "metadata": {"name": f"job-{index}", "namespace": team, "uid": str(uuid.uuid4()),
-                         "labels": {QUEUE_LABEL: f"{team}-queue", PRIORITY_LABEL: rng.choice(list(PRIORITIES))}},
+                         "labels": {LABEL_QUEUE_NAME: f"{team}-queue", LABEL_PRIORITY_CLASS: rng.choice(list(PRIORITIES))}},
             "spec": {"runtimeRef": {"name": runtimes.BUNDLED_NAME}, "trainer": {
                 "numNodes": rng.choice((2, 2, 3, 4)),
                 "resourcesPerNode": {"limits": {"cpu": str(rng.choice((2, 4, 8))), "memory": f"{rng.choice((4, 8, 16))}Gi",
@@ -154,6 +149,26 @@ def _baseline_sort(snap: Snapshot) -> list:
     return sorted((w for w in snap.workloads if w.admission is None), key=lambda w: (-w.priority, w.created, w.key))
 
 
+def _touch(store: Store, wl: Obj) -> None:
+    """One write to one Workload, as a cycle's worth of events makes: the next snapshot must see it."""
+    current = store.get(r.WORKLOADS, wl["metadata"]["namespace"], wl["metadata"]["name"])
+    current["metadata"].setdefault("annotations", {})["bench"] = str(time.perf_counter_ns())
+    store.update(r.WORKLOADS, current)
+
+
+def _after_write(store: Store, wl: Obj, runs: int, decide: bool) -> list[float]:
+    """A cycle as the server runs one: something was written, then snapshot (and decide)."""
+    samples = []
+    for _ in range(runs):
+        _touch(store, wl)
+        t0 = time.perf_counter()
+        snap = build_snapshot(store)
+        if decide:
+            schedule(snap, fair_sharing=False)
+        samples.append(time.perf_counter() - t0)
+    return samples
+
+
 def decision_bench(pending: int, runs: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="mpijob-bench-sched-") as tmp:
         store = Store(Path(tmp) / "store.db")
@@ -162,8 +177,11 @@ def decision_bench(pending: int, runs: int) -> dict[str, Any]:
             snap = build_snapshot(store)  # the pure input: the same objects the store holds
             decide, decisions = _timed(lambda: schedule(snap, fair_sharing=False), runs)
             fair, fair_decisions = _timed(lambda: schedule(snap, fair_sharing=True), runs)
-            both, _ = _timed(lambda: schedule(build_snapshot(store), fair_sharing=False), runs)
             snap_only, _ = _timed(lambda: build_snapshot(store), runs)
+            cold, _ = _timed(lambda: SnapshotCache().snapshot(store), runs)
+            touched = store.list(r.WORKLOADS)[0][-1]
+            after_write = _after_write(store, touched, runs, decide=False)
+            both = _after_write(store, touched, runs, decide=True)
             base, _ = _timed(lambda: _baseline_sort(snap), runs)
             # What the server pays when all of them arrive at once: snapshot, decide, write every
             # decision back (a QuotaReserved=False condition per pending workload), queue status.
@@ -182,6 +200,8 @@ def decision_bench(pending: int, runs: int) -> dict[str, Any]:
         "decision_s": _stats(decide),
         "decision_fair_sharing_s": _stats(fair),
         "snapshot_s": _stats(snap_only),
+        "snapshot_cold_s": _stats(cold),
+        "snapshot_after_write_s": _stats(after_write),
         "snapshot_plus_decision_s": _stats(both),
         "baseline_sort_s": _stats(base, 6),
         "decision_vs_sort": round(median_decide / median_base, 1) if median_base else None,
@@ -195,7 +215,7 @@ def decision_bench(pending: int, runs: int) -> dict[str, Any]:
 
 
 def _e2e_trainjob(name: str, namespace: str) -> Obj:
-    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+    return {"apiVersion": TRAINER_API_VERSION, "kind": "TrainJob",
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"runtimeRef": {"name": runtimes.BUNDLED_NAME}, "trainer": {
                 "numNodes": 2, "resourcesPerNode": {"limits": {"cpu": "1"}},
@@ -256,7 +276,7 @@ class Tracker:
 
 async def _submit(client: httpx.AsyncClient, tracker: Tracker, name: str, namespace: str) -> None:
     tracker.submitted[f"{namespace}/{name}"] = time.perf_counter()
-    resp = await client.post(f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs",
+    resp = await client.post(f"/apis/{TRAINER_API_VERSION}/namespaces/{namespace}/trainjobs",
                              json=_e2e_trainjob(name, namespace))
     if resp.status_code != 201:
         raise BenchError(f"POST TrainJob {namespace}/{name} answered {resp.status_code}: {resp.text[:1000]}")
@@ -265,8 +285,8 @@ async def _submit(client: httpx.AsyncClient, tracker: Tracker, name: str, namesp
 async def _poll(client: httpx.AsyncClient, tracker: Tracker, expected: int, stop: asyncio.Event) -> None:
     """Two all-namespace lists per tick: cheap for the server, and one clock for every job."""
     while not stop.is_set():
-        wls = await client.get("/apis/kueue.x-k8s.io/v1beta2/workloads")
-        tjs = await client.get("/apis/trainer.kubeflow.org/v1alpha1/trainjobs")
+        wls = await client.get(f"/apis/{KUEUE_API_VERSION}/workloads")
+        tjs = await client.get(f"/apis/{TRAINER_API_VERSION}/trainjobs")
         now = time.perf_counter()
         if wls.status_code == 200 and tjs.status_code == 200:
             tracker.observe(now, wls.json().get("items") or [], tjs.json().get("items") or [])

@@ -74,6 +74,9 @@ REASON_FAILED_JOBS = "FailedJobs"  # JobSet's
 REASON_DEADLINE_EXCEEDED = "DeadlineExceeded"  # Trainer's activeDeadlineSeconds
 REASON_RUNTIME_NOT_SUPPORTED = "TrainingRuntimeNotSupported"  # Trainer's
 REASON_CONTROL_PLANE_RESTARTED = "ControlPlaneRestarted"  # ours: the local cluster's server went away mid-run
+REASON_SUSPENDED = "Suspended"  # Trainer's, of the Suspended condition (and of the pods a suspension stops)
+REASON_RESUMED = "Resumed"  # Trainer's, of the Suspended condition turning False
+REASON_DELETED = "TrainJobDeleted"  # ours: the pods of a TrainJob deleted while it ran, until they go with it
 
 # -- MPI plugin (Trainer pkg/constants) ----------------------------------------------------------
 
@@ -145,3 +148,44 @@ def ssh_secret_name(job: str) -> str:
 
 def hostfile_configmap_name(job: str) -> str:
     return f"{job}-mpi-hostfile"
+
+
+# -- Kueue condition types and reasons (apis/kueue/v1beta2 workload_types.go, clusterqueue_types.go) --
+
+# A Workload's condition types; QUOTA_RESERVED and ADMITTED are also the reasons Kueue gives when they
+# turn True, and PREEMPTED the Evicted reason of a preemption.
+QUOTA_RESERVED = "QuotaReserved"
+ADMITTED = "Admitted"
+EVICTED = "Evicted"
+PREEMPTED = "Preempted"
+REQUEUED = "Requeued"
+FINISHED = "Finished"
+
+# Why a Workload's QuotaReserved is False. A workload whose ClusterQueue is inactive gets SUSPENDED.
+REASON_PENDING = "Pending"
+REASON_WAITING_FOR_QUOTA = "WaitingForQuota"
+REASON_EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
+REASON_NO_MATCHING_FLAVOR = "NoMatchingFlavor"
+REASON_WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
+REASON_MISCONFIGURED = "Misconfigured"
+REASON_INADMISSIBLE = "Inadmissible"  # its LocalQueue is stopped
+
+# Evicted reasons of a HoldAndDrain eviction (then there is no Preempted condition)
+REASON_CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
+REASON_LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+
+# Preempted reasons: where the preemptor found its victims
+REASON_IN_CLUSTER_QUEUE = "InClusterQueue"
+REASON_IN_COHORT_RECLAMATION = "InCohortReclamation"
+REASON_IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+REASON_IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+
+# The `Active` condition of a ClusterQueue and of a LocalQueue, and its reasons
+ACTIVE = "Active"
+REASON_READY = "Ready"
+REASON_STOPPED = "Stopped"  # a stopped ClusterQueue's, and a stopped LocalQueue's
+REASON_FLAVOR_NOT_FOUND = "FlavorNotFound"
+REASON_ADMISSION_CHECK_NOT_FOUND = "AdmissionCheckNotFound"
+REASON_TOPOLOGY_NOT_FOUND = "TopologyNotFound"
+REASON_CLUSTER_QUEUE_INACTIVE = "ClusterQueueIsInactive"  # a LocalQueue's, mirroring its ClusterQueue
+REASON_CLUSTER_QUEUE_MISSING = "ClusterQueueDoesNotExist"  # a LocalQueue's

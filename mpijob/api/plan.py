@@ -55,7 +55,7 @@ class RunPlan:
     uid: str
     num_nodes: int  # TrainJob-level numNodes (trainer.numNodes, else mlPolicy.numNodes, else 1)
     node_replicas: int  # runLauncherAsNode → max(numNodes-1, 1), else numNodes
-    slots: int  # PARITY §1 slots rule
+    slots: int  # the slots rule of docs/parity.md ("What an MPI program sees")
     launcher_as_node: bool
     mpi_implementation: str
     ssh_auth_mount_path: str
@@ -138,7 +138,7 @@ def _runtime_resources_per_node(rjobs: list[dict]) -> dict | None:
 
 
 def resolve(trainjob: dict, runtime: dict) -> RunPlan:
-    """The run plan for `trainjob` on MPI `runtime`, following Trainer's MPI plugin (PARITY §1–2).
+    """The run plan for `trainjob` on MPI `runtime`, following Trainer's MPI plugin (docs/parity.md).
 
     Raises a 422 ApiError if the runtime cannot run here (no `mlPolicy.mpi`, no launcher).
     """

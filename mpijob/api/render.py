@@ -1,4 +1,4 @@
-"""Kubernetes objects for a run plan: the SSH Secret, the hostfile ConfigMap and the pods (PARITY §2).
+"""Kubernetes objects for a run plan: the SSH Secret, the hostfile ConfigMap and the pods (docs/parity.md).
 
 Kept apart from `plan` so "what the job is" and "how it is written down" change independently.
 """

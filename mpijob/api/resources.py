@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mpijob.api import names
+
 
 @dataclass(frozen=True)
 class Resource:
@@ -33,23 +35,24 @@ class Resource:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
-TRAINER = "trainer.kubeflow.org"
+TRAINER = names.TRAINER_GROUP  # the group's name where other modules speak of resources
 
 NAMESPACES = Resource("", "v1", "namespaces", "namespace", "Namespace", False, ("ns",), ("status",))
 PODS = Resource("", "v1", "pods", "pod", "Pod", True, ("po",), ("status", "log"))
 EVENTS = Resource("", "v1", "events", "event", "Event", True, ("ev",))
 SECRETS = Resource("", "v1", "secrets", "secret", "Secret", True)
 CONFIGMAPS = Resource("", "v1", "configmaps", "configmap", "ConfigMap", True, ("cm",))
-TRAINJOBS = Resource(TRAINER, "v1alpha1", "trainjobs", "trainjob", "TrainJob", True, (), ("status",))
-TRAINING_RUNTIMES = Resource(TRAINER, "v1alpha1", "trainingruntimes", "trainingruntime", "TrainingRuntime", True)
+TRAINJOBS = Resource(TRAINER, names.TRAINER_VERSION, "trainjobs", "trainjob", "TrainJob", True, (), ("status",))
+TRAINING_RUNTIMES = Resource(TRAINER, names.TRAINER_VERSION, "trainingruntimes", "trainingruntime", "TrainingRuntime",
+                             True)
 CLUSTER_TRAINING_RUNTIMES = Resource(
-    TRAINER, "v1alpha1", "clustertrainingruntimes", "clustertrainingruntime", "ClusterTrainingRuntime", False
+    TRAINER, names.TRAINER_VERSION, "clustertrainingruntimes", "clustertrainingruntime", "ClusterTrainingRuntime", False
 )
 
 # Kueue: v1beta2 is the storage (and preferred) version; v1beta1 is still served, converted on the way
 # in and out by `mpijob.api.kueue.conversion`. Short names are the CRDs'.
-KUEUE = "kueue.x-k8s.io"
-KUEUE_STORAGE_VERSION = "v1beta2"
+KUEUE = names.KUEUE_GROUP
+KUEUE_STORAGE_VERSION = names.KUEUE_VERSION
 
 
 def _kueue(version: str) -> tuple[Resource, ...]:
@@ -67,8 +70,8 @@ def _kueue(version: str) -> tuple[Resource, ...]:
     )
 
 
-RESOURCE_FLAVORS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOAD_PRIORITY_CLASSES, WORKLOADS, COHORTS = _kueue("v1beta2")
-KUEUE_V1BETA1: tuple[Resource, ...] = _kueue("v1beta1")
+RESOURCE_FLAVORS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOAD_PRIORITY_CLASSES, WORKLOADS, COHORTS = _kueue(names.KUEUE_VERSION)
+KUEUE_V1BETA1: tuple[Resource, ...] = _kueue(names.KUEUE_V1BETA1)
 
 ALL: tuple[Resource, ...] = (
     NAMESPACES,

@@ -1,5 +1,5 @@
 """TrainJob admission rules beyond the schema: CRD defaults, Trainer's webhook checks, immutability,
-and whether the referenced runtime can run here (PARITY §1–2).
+and whether the referenced runtime can run here (docs/parity.md).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from mpijob.api.schema import show
 # sensible capacity long before MPI does, and such jobs belong on a real cluster (`--context`).
 MAX_NUM_NODES = 64
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
-MANAGED_BY = ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue")
+MANAGED_BY = (n.MANAGED_BY_TRAINER, n.MANAGED_BY_MULTIKUEUE)
 IMMUTABLE = ("runtimeRef", "trainer", "initializer", "activeDeadlineSeconds", "managedBy")
 HOSTNAME_LIMIT = 63
 

@@ -4,6 +4,10 @@ Returns the defaulted object or raises a 422 `ApiError` with one field-level cau
 naming the field, the value and the fix — what kube-apiserver plus Trainer's webhooks would answer.
 Cheap enough for every write: the schema is built once, and a write that leaves spec and metadata
 untouched (a controller's status update) skips the structural pass.
+
+It is the one place where an object's apiVersion, kind and metadata (name, namespace, labels) are
+judged; the server's `admission` adds only what belongs to the request (the URL's name and namespace,
+generateName, references to other objects).
 """
 
 from __future__ import annotations
@@ -14,14 +18,12 @@ import copy
 import re
 from typing import Any
 
-from mpijob.api import kueue, runtimes, schema, support, trainjob
-from mpijob.api import names as n
+from mpijob.api import kueue, names, runtimes, schema, support, trainjob
 from mpijob.api.errors import ApiError, Cause, bad_request, invalid
-from mpijob.api.resources import KUEUE, Resource
+from mpijob.api.labels import is_label_value, is_qualified_name
+from mpijob.api.resources import Resource
 from mpijob.api.schema import show
 
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
@@ -31,23 +33,34 @@ def warm() -> None:
         schema._validator(kind)
 
 
-def admit(res: Resource, obj: dict, old: dict | None = None) -> dict:
-    """The defaulted copy of `obj` if it may be stored as a `res`, else raise ApiError (422 Invalid)."""
+def check_type(res: Resource, obj: dict) -> None:
+    """The body's apiVersion and kind, when given, must be the resource's (400, as kube-apiserver's decoder
+    answers); they are set when not given."""
     if not isinstance(obj, dict):
         raise bad_request(f"the body must be a JSON object (a {res.kind}), got {show(obj)}")
-    kind = obj.get("kind")
-    if kind is not None and kind != res.kind:
-        raise bad_request(f'the kind in the body ("{kind}") does not match the resource "{res.plural}" '
-                          f'(expected "{res.kind}")')
-    api_version = obj.get("apiVersion")
-    if api_version is not None and api_version.rpartition("/")[0] != res.group:
-        raise bad_request(f'the apiVersion in the body ("{api_version}") does not match the resource '
-                          f'"{res.group_resource}" (expected "{res.api_version}")')
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if api_version and api_version != res.api_version:
+        raise bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API version "
+            f"({res.api_version}): send it to /{'apis/' + res.group if res.group else 'api'}"
+            f"/{str(api_version).rpartition('/')[2]} or change apiVersion"
+        )
+    if kind and kind != res.kind:
+        raise bad_request(f"the kind in the data ({kind}) does not match the expected kind ({res.kind})")
+    obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+
+
+def admit(res: Resource, obj: dict, old: dict | None = None) -> dict:
+    """The defaulted copy of `obj` if it may be stored as a `res`, else raise ApiError (400 for a body of
+    another type, 422 Invalid with causes)."""
+    if not isinstance(obj, dict):
+        raise bad_request(f"the body must be a JSON object (a {res.kind}), got {show(obj)}")
     obj = copy.deepcopy(obj)
+    check_type(res, obj)
     meta = obj.get("metadata")
     name = meta.get("name", "") if isinstance(meta, dict) else ""
     causes = _metadata_causes(res, meta)
-    if res.group == KUEUE and res.kind in kueue.KINDS:
+    if res.group == names.KUEUE_GROUP and res.kind in kueue.KINDS:
         if not causes:
             causes += kueue.causes(res.kind, obj, old)  # defaults `obj`: support rules read the stored form
         if not causes and support.desired_changed(obj, old):
@@ -81,8 +94,8 @@ def _metadata_causes(res: Resource, meta: Any) -> list[Cause]:
     out: list[Cause] = []
     name = meta.get("name")
     if not name:
-        out.append(Cause("metadata.name", "Required value: name is required (lower-case letters, digits and '-')",
-                         "FieldValueRequired"))
+        out.append(Cause("metadata.name", "Required value: name or generateName is required (lower-case "
+                                          "letters, digits and '-')", "FieldValueRequired"))
     elif not isinstance(name, str):
         out.append(Cause("metadata.name", f"Invalid value: {show(name)}: must be a string"))
     elif res.kind == "TrainJob":
@@ -90,17 +103,18 @@ def _metadata_causes(res: Resource, meta: Any) -> list[Cause]:
     else:
         label = res.kind == "Namespace"
         limit = 63 if label else 253
-        pattern = n.DNS1123_LABEL if label else n.DNS1123_SUBDOMAIN
+        pattern = names.DNS1123_LABEL if label else names.DNS1123_SUBDOMAIN
         if len(name) > limit:
             out.append(Cause("metadata.name", f'Invalid value: "{name}": must be no more than {limit} characters '
                                               f"(it has {len(name)}); use a shorter name"))
         elif not pattern.match(name):
-            what = "DNS-1123 label" if label else "DNS-1123 subdomain"
-            out.append(Cause("metadata.name", f'Invalid value: "{name}": must be a {what}: lower-case letters, '
-                                              "digits, '-'" + ("" if label else " and '.'") +
+            what = "label" if label else "subdomain"
+            out.append(Cause("metadata.name", f'Invalid value: "{name}": must be a DNS-1123 {what} (a lowercase '
+                                              f"RFC 1123 {what}): lower-case letters, digits, '-'"
+                                              + ("" if label else " and '.'") +
                                               ", starting and ending with a letter or digit (e.g. 'my-name')"))
     ns = meta.get("namespace")
-    if res.namespaced and ns and (not isinstance(ns, str) or not n.DNS1123_LABEL.match(ns) or len(ns) > 63):
+    if res.namespaced and ns and (not isinstance(ns, str) or not names.DNS1123_LABEL.match(ns) or len(ns) > 63):
         out.append(Cause("metadata.namespace", f"Invalid value: {show(ns)}: must be a DNS-1123 label (e.g. 'default')"))
     out += _map_causes(meta.get("labels"), "metadata.labels", labels=True)
     out += _map_causes(meta.get("annotations"), "metadata.annotations", labels=False)
@@ -119,13 +133,11 @@ def _map_causes(value: Any, where: str, labels: bool) -> list[Cause]:
             continue
         if not labels:
             continue
-        prefix, _, base = key.rpartition("/")
-        if (prefix and (len(prefix) > 253 or not n.DNS1123_SUBDOMAIN.match(prefix))) or len(base) > 63 \
-                or not _LABEL_NAME.match(base):
+        if not is_qualified_name(key):
             out.append(Cause(f"{where}.{key}", f'Invalid value: "{key}": a label key is an optional DNS '
                                                "prefix and '/' followed by at most 63 letters, digits, '-', '_' "
                                                "or '.', starting and ending with a letter or digit"))
-        if len(val) > 63 or not _LABEL_VALUE.match(val):
+        if not is_label_value(val):
             out.append(Cause(f"{where}.{key}", f'Invalid value: "{val}": a label value is at most 63 letters, '
                                                "digits, '-', '_' or '.', starting and ending with a letter or "
                                                "digit (or empty)"))
@@ -206,7 +218,7 @@ def _pod_causes(obj: dict) -> list[Cause]:
     seen: set[str] = set()
     for i, c in enumerate(containers):
         name = c.get("name") if isinstance(c, dict) else None
-        if not isinstance(name, str) or not n.DNS1123_LABEL.match(name):
+        if not isinstance(name, str) or not names.DNS1123_LABEL.match(name):
             out.append(Cause(f"spec.containers[{i}].name", f"Invalid value: {show(name)}: must be a DNS-1123 label"))
         elif name in seen:
             out.append(Cause(f"spec.containers[{i}].name", f'Duplicate value: "{name}"', "FieldValueDuplicate"))

@@ -2,35 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from mpijob.api import Obj
+from mpijob.api import names
+from mpijob.api.names import COMPLETE, FAILED
 from mpijob.store.objects import now
 
-COMPLETE, FAILED, SUSPENDED = "Complete", "Failed", "Suspended"
-# Failed reasons beside JobSet's FailedJobs: Trainer's own, and ours for a control plane that went away
-DEADLINE_EXCEEDED, DEADLINE_MESSAGE = "DeadlineExceeded", "TrainJob exceeded its active deadline"
-RESTARTED = "ControlPlaneRestarted"
-JOB_SET_LABEL = "jobset.sigs.k8s.io/jobset-name"
-RJOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 
-
-def get(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+def get(obj: Obj, kind: str) -> Obj | None:
     for c in obj.get("status", {}).get("conditions") or []:
         if c.get("type") == kind:
             return c
     return None
 
 
-def is_true(obj: dict[str, Any], kind: str) -> bool:
+def is_true(obj: Obj, kind: str) -> bool:
     c = get(obj, kind)
     return bool(c and c.get("status") == "True")
 
 
-def finished(obj: dict[str, Any]) -> bool:
+def finished(obj: Obj) -> bool:
     return is_true(obj, COMPLETE) or is_true(obj, FAILED)
 
 
-def set_condition(obj: dict[str, Any], kind: str, status: bool, reason: str, message: str) -> bool:
+def set_condition(obj: Obj, kind: str, status: bool, reason: str, message: str) -> bool:
     """Set a condition; `lastTransitionTime` moves only when the status flips. True if anything changed."""
     conditions = obj.setdefault("status", {}).setdefault("conditions", [])
     value = "True" if status else "False"
@@ -48,11 +42,11 @@ def set_condition(obj: dict[str, Any], kind: str, status: bool, reason: str, mes
     return True
 
 
-def jobs_status(pods: list[dict[str, Any]], rjobs: list[str], expected: dict[str, int]) -> list[dict[str, int | str]]:
+def jobs_status(pods: list[Obj], rjobs: list[str], expected: dict[str, int]) -> list[dict[str, int | str]]:
     """One entry per replicatedJob, counting its (single) child Job as JobSet does."""
     out: list[dict[str, int | str]] = []
     for rjob in rjobs:
-        mine = [p for p in pods if p["metadata"].get("labels", {}).get(RJOB_LABEL) == rjob]
+        mine = [p for p in pods if p["metadata"].get("labels", {}).get(names.LABEL_RJOB_NAME) == rjob]
         phases = [p.get("status", {}).get("phase", "Pending") for p in mine]
         ready = sum(
             1 for p in mine

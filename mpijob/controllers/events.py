@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
+from mpijob.api import Obj
 from mpijob.api.resources import EVENTS
 from mpijob.store.objects import Store, now
 
 COMPONENT = "mpijob-controller"
 
 
-def record(store: Store, obj: dict[str, Any], reason: str, message: str, warning: bool = False) -> None:
+def record(store: Store, obj: Obj, reason: str, message: str, warning: bool = False) -> None:
     meta = obj["metadata"]
     ts = now()
     store.create(

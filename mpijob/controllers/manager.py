@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from typing import Any
 
+from mpijob.api import Obj, names
 from mpijob.api.quantity import parse_quantity
 from mpijob.api.resources import TRAINJOBS
 from mpijob.controllers import conditions as cond
 from mpijob.controllers.kubelet import capacity, gc, pods
 from mpijob.controllers.kubelet.sandbox import check_mode, detect_mode
 from mpijob.controllers.kueue.queueing import Queueing
-from mpijob.controllers.trainer.runner import Outcome
+from mpijob.controllers.trainer.runner import Outcome, Stop
 from mpijob.controllers.trainer.trainjob import TrainJobController, job_pods
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
@@ -63,10 +63,8 @@ class Manager:
         if self._task:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        await asyncio.gather(*(
-            self.trainjobs.stop(uid, "the local cluster was stopped while the job was running")
-            for uid in list(self.trainjobs.runners)
-        ))
+        await asyncio.gather(*(self.trainjobs.stop(uid, Stop.control_plane_stopped())
+                               for uid in list(self.trainjobs.runners)))
 
     def _recover(self) -> None:
         for tj in self.store.list(TRAINJOBS)[0]:
@@ -81,9 +79,9 @@ class Manager:
             for p in started:
                 if p.get("status", {}).get("phase") in ("Pending", "Running"):
                     pods.set_terminated(self.store, meta["namespace"], p["metadata"]["name"],
-                                           pods.Exit(137, 9), cond.RESTARTED, message)
+                                        pods.Exit(137, 9), names.REASON_CONTROL_PLANE_RESTARTED, message)
             self.trainjobs.finish(self.store.get(TRAINJOBS, meta["namespace"], meta["name"]),
-                                   Outcome(False, cond.RESTARTED, message))
+                                  Outcome(False, names.REASON_CONTROL_PLANE_RESTARTED, message))
 
     async def _loop(self, ready: asyncio.Event) -> None:
         stream = self.store.watch(None)
@@ -94,11 +92,11 @@ class Manager:
             except Exception:
                 log.exception("controller error on %s %s", kind, obj.get("metadata", {}).get("name"))
 
-    async def _dispatch(self, kind: str, obj: dict[str, Any]) -> None:
+    async def _dispatch(self, kind: str, obj: Obj) -> None:
         if obj.get("kind") == "TrainJob":
             if kind == "DELETED":
                 uid = obj["metadata"]["uid"]
-                await self.trainjobs.stop(uid, "the TrainJob was deleted")
+                await self.trainjobs.stop(uid, Stop.deleted())
                 gc.cascade(self.store, self.logs, uid)
                 gc.remove_tree(self.trainjobs.files(obj).root)
             else:
@@ -111,7 +109,7 @@ class Manager:
         elif obj.get("kind") == "Workload":
             self.queueing.kick()
             owner = gc.owner_uid(obj)
-            if kind != "DELETED" and owner and cond.is_true(obj, "Admitted") and owner not in self.trainjobs.runners:
+            if kind != "DELETED" and owner and cond.is_true(obj, names.ADMITTED) and owner not in self.trainjobs.runners:
                 for ref in obj["metadata"].get("ownerReferences") or []:
                     tj = self.store.try_get(TRAINJOBS, obj["metadata"]["namespace"], ref["name"])
                     if tj is not None and tj["metadata"]["uid"] == owner:
@@ -119,21 +117,19 @@ class Manager:
         elif obj.get("kind") in QUEUE_KINDS:
             self.queueing.kick()
 
-    def _reconcile(self, tj: dict[str, Any]) -> None:
+    def _reconcile(self, tj: Obj) -> None:
         try:
             self.trainjobs.reconcile(tj)
         except Exception as e:
             log.exception("reconcile of %s failed", tj["metadata"]["name"])
             current = self.store.try_get(TRAINJOBS, tj["metadata"]["namespace"], tj["metadata"]["name"])
             if current is not None and not cond.finished(current):
-                self.trainjobs.finish(current, Outcome(False, "FailedJobs", f"the local cluster could not start the job: {e}"))
+                self.trainjobs.finish(current, Outcome(False, names.REASON_FAILED_JOBS,
+                                                    f"the local cluster could not start the job: {e}"))
 
-    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+    def _pod_deleted(self, pod: Obj) -> None:
         """A running pod deleted by hand dies like a node lost on a cluster: the job fails."""
-        uid = gc.owner_uid(pod)
-        entry = self.trainjobs.runners.get(uid or "")
+        entry = self.trainjobs.runners.get(gc.owner_uid(pod) or "")
         if entry:
-            proc = entry[0].procs.get(pod["metadata"]["name"])
-            if proc:
-                proc.kill()
+            entry[0].kill(pod["metadata"]["name"])
         self.logs.remove(pod["metadata"]["namespace"], pod["metadata"]["name"])

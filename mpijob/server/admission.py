@@ -1,5 +1,7 @@
-"""Checks every write passes before it is stored: the generic ones kube-apiserver does for all kinds
-(name, apiVersion/kind, namespace consistency), then the kind-specific `mpijob.api.validation.admit`.
+"""Checks every write passes before it is stored, in kube-apiserver's order: the body's apiVersion/kind
+(the URL's resource), what belongs to the request (the URL's namespace and name, generateName), then
+`mpijob.api.validation.admit`, the one judge of an object's metadata and kind-specific rules, and last
+the references a new TrainJob makes to other objects.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ import re
 import secrets
 from typing import Any
 
-from mpijob.api.errors import ApiError, Cause, bad_request, invalid
+from mpijob.api import Obj, names, validation
+from mpijob.api.errors import ApiError, bad_request
 from mpijob.api.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     TRAINING_RUNTIMES,
@@ -19,27 +22,13 @@ from mpijob.api.resources import (
 from mpijob.api.trainjob import check_runtime_ref
 from mpijob.store.objects import Store
 
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_SUBDOMAIN_HELP = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # kube's: no vowels, no confusable digits
 
 
-def check_type(res: Resource, obj: dict[str, Any]) -> None:
-    """The body's apiVersion/kind, when given, must be the URL's (400 like kube-apiserver)."""
-    api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    if api_version and api_version != res.api_version:
-        raise bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API version "
-            f"({res.api_version}): send it to /{'apis/' + res.group if res.group else 'api'}"
-            f"/{api_version.rpartition('/')[2]} or change apiVersion"
-        )
-    if kind and kind != res.kind:
-        raise bad_request(f"the kind in the data ({kind}) does not match the expected kind ({res.kind})")
-    obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+def check_type(res: Resource, obj: Obj) -> None:
+    """The body's apiVersion/kind must be the URL's (400, `validation.check_type`); a body without metadata
+    gets an empty one, for the request checks that follow (admission then says what is missing)."""
+    validation.check_type(res, obj)
     if not isinstance(obj.get("metadata"), dict):
         obj["metadata"] = {}
 
@@ -65,20 +54,16 @@ def generate_name(obj: dict[str, Any]) -> None:
         meta["name"] = meta["generateName"] + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
 
 
-def check_name(res: Resource, obj: dict[str, Any], url_name: str | None = None) -> str:
+def check_name(obj: Obj, url_name: str | None = None) -> str:
+    """The object's name, which must be the URL's when the URL names one (400); whether it is a valid
+    name is `admit`'s to judge (422, with the object's other problems)."""
     meta = obj["metadata"]
     name = meta.get("name")
     if url_name is not None:
         if name and name != url_name:
             raise bad_request(f"the name of the object ({name}) does not match the name on the URL ({url_name})")
         name = meta["name"] = url_name
-    if not name:
-        raise invalid(res.kind, "", [Cause("metadata.name", "Required value: name or generateName is required",
-                                           "FieldValueRequired")], res.group)
-    if not isinstance(name, str) or len(name) > 253 or not DNS1123_SUBDOMAIN.match(name):
-        raise invalid(res.kind, str(name), [Cause("metadata.name", f'Invalid value: "{name}": {_SUBDOMAIN_HELP}')],
-                      res.group)
-    return name
+    return name if isinstance(name, str) else ""
 
 
 def check_references(store: Store, res: Resource, obj: dict[str, Any]) -> None:
@@ -99,16 +84,11 @@ def check_references(store: Store, res: Resource, obj: dict[str, Any]) -> None:
 
 def check_fits(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any]) -> None:
     """Refuse (403, "exceeded quota") a job its ClusterQueue could never admit, before anything exists."""
+    from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, workload
+    from mpijob.api.names import LABEL_QUEUE_NAME as QUEUE_LABEL
     from mpijob.api.plan import resolve
-    from mpijob.controllers.kueue.scheduler import never_fits
-    from mpijob.controllers.kueue.workloads import (
-        DEFAULT_CLUSTER_QUEUE,
-        QUEUE_LABEL,
-        build_snapshot,
-        local_queue_map,
-        render_workload,
-        workload,
-    )
+    from mpijob.controllers.kueue.scheduler import never_fits  # the scheduler's answer, and the store reads:
+    from mpijob.controllers.kueue.workloads import build_snapshot, local_queue_map, render_workload
 
     candidate = {**trainjob, "metadata": {**trainjob["metadata"], "uid": trainjob["metadata"].get("uid", "new")}}
     plan = resolve(candidate, runtime)
@@ -117,16 +97,14 @@ def check_fits(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any]) 
         wl = dataclasses.replace(wl, cluster_queue=DEFAULT_CLUSTER_QUEUE)  # its LocalQueue is made on demand
     snap = build_snapshot(store)
     if wl.cluster_queue and wl.cluster_queue in snap.cluster_queues and (why := never_fits(snap, wl)):
-        raise ApiError(403, "Forbidden", f'trainjobs.trainer.kubeflow.org "{trainjob["metadata"]["name"]}" is '
-                       f"forbidden: exceeded quota: {why}", trainjob["metadata"]["name"], "trainer.kubeflow.org",
-                       "trainjobs")
+        raise ApiError(403, "Forbidden", f'{TRAINJOBS.group_resource} "{trainjob["metadata"]["name"]}" is '
+                       f"forbidden: exceeded quota: {why}", trainjob["metadata"]["name"], names.TRAINER_GROUP,
+                       TRAINJOBS.plural)
 
 
-def admit(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
-    """Kind-specific defaults and validation (422 with causes) from `mpijob.api.validation`."""
-    from mpijob.api.validation import admit as validate
-
-    return validate(res, obj, old)
+def admit(res: Resource, obj: Obj, old: Obj | None) -> Obj:
+    """Metadata, kind-specific defaults and validation (422 with causes): `mpijob.api.validation.admit`."""
+    return validation.admit(res, obj, old)
 
 
 def warnings(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
@@ -173,6 +151,4 @@ def _drop(obj: dict[str, Any], path: str) -> None:
 
 def warm() -> None:
     """Build the validation schemas at start so the first write does not pay for it."""
-    from mpijob.api.validation import warm as build
-
-    build()
+    validation.warm()

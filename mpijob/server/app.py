@@ -48,7 +48,7 @@ def create_app(home: Home) -> FastAPI:
 
             cluster.manager = Manager(store, cluster.logs, home)
             await cluster.manager.start()
-            cluster.sandbox_mode = str(getattr(cluster.manager, "sandbox_mode", "unknown"))
+            cluster.sandbox_mode = cluster.manager.sandbox_mode
         try:
             yield
         finally:

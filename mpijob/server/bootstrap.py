@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from mpijob.api.names import LABEL_APP_NAME
 from mpijob.api.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     CONFIGMAPS,
@@ -33,7 +34,7 @@ def run(store: Store) -> None:
         CONFIGMAPS,
         {
             "metadata": {"name": VERSION_CONFIGMAP, "namespace": "kubeflow-system",
-                         "labels": {"app.kubernetes.io/name": "trainer"}},
+                         "labels": {LABEL_APP_NAME: "trainer"}},
             "data": {"kubeflow_trainer_version": TRAINER_VERSION},
         },
     )

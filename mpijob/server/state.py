@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mpijob.store.home import Home
 from mpijob.store.objects import Store
+
+if TYPE_CHECKING:  # both load on first use, so the API serves without the runtime modules
+    from mpijob.controllers.manager import Manager
+    from mpijob.store.logs import LogStore
 
 
 @dataclass
@@ -15,12 +19,12 @@ class Cluster:
     home: Home
     store: Store
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
-    sandbox_mode: str = "none"
-    manager: Any = None
-    _logs: Any = None
+    sandbox_mode: str = "none"  # the controllers' sandbox (Manager.sandbox_mode); "none" without them
+    manager: Manager | None = None  # the controllers; None when the server runs without them
+    _logs: LogStore | None = None
 
     @property
-    def logs(self) -> Any:
+    def logs(self) -> LogStore:
         """The `LogStore`, imported on first use so the API serves without the runtime modules."""
         if self._logs is None:
             from mpijob.store.logs import LogStore

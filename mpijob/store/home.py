@@ -47,6 +47,11 @@ class Home:
         """Per-TrainJob working directories (keys, hostfile, homes, sshd configs)."""
         return self.root / "jobs"
 
+    def job_dir(self, namespace: str, name: str, uid: str) -> Path:
+        """One TrainJob's working directory, `jobs/<namespace>_<name>_<uid[:8]>`: a job re-created under
+        the same name gets a directory of its own."""
+        return self.jobs / f"{namespace}_{name}_{uid[:8]}"
+
     @property
     def tls(self) -> Path:
         return self.root / "tls"

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
-from typing import Any
 
-from mpijob.api import errors
+from mpijob.api import Obj, errors
+from mpijob.api.names import META_API_VERSION
 from mpijob.api.resources import Resource
 from mpijob.api.selectors import Requirement, matches
 
@@ -38,9 +38,8 @@ CREATE TABLE IF NOT EXISTS changes (
 );
 """
 
-Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name): the order lists are served and continued in
-TOKEN_VERSION = "meta.k8s.io/v1"
+TOKEN_VERSION = META_API_VERSION
 
 
 @dataclass(frozen=True)
@@ -107,6 +106,12 @@ class Store:
         items = [json.loads(body) for (body,) in rows]
         items = [o for o in items if matches(o, labels or [], fields or [])]
         return items, self.resource_version
+
+    def versions(self, res: Resource) -> list[tuple[Key, int]]:
+        """Every object's key and resourceVersion in creation order, without reading a body: what a
+        cache needs to find the few objects that changed since it last looked."""
+        rows = self._db.execute("SELECT namespace, name, rv FROM objects WHERE resource=? ORDER BY rowid", (res.key,))
+        return [((ns, name), rv) for ns, name, rv in rows]
 
     def list_page(
         self,
@@ -209,6 +214,13 @@ class Store:
         meta.pop("resourceVersion", None)
         meta.pop("deletionTimestamp", None)
         return self._write(res, ns, name, "ADDED", obj, insert=True)
+
+    def ensure(self, res: Resource, obj: Obj) -> Obj:
+        """The stored object named as `obj` is, created from `obj` when there is none: a controller's
+        create-if-absent, which leaves an existing object as it is."""
+        meta = obj["metadata"]
+        current = self.try_get(res, meta.get("namespace", ""), meta["name"])
+        return current if current is not None else self.create(res, obj)
 
     def update(self, res: Resource, obj: Obj, *, status: bool = False) -> Obj:
         """Replace an object. `status=True` writes only `.status` (the status subresource);

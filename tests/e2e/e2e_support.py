@@ -7,6 +7,7 @@ always a poll against a deadline; a deadline that passes fails the test with wha
 from __future__ import annotations
 
 import base64
+import json
 import os
 import ssl
 import subprocess
@@ -151,6 +152,50 @@ def pod_log(c: httpx.Client, pod: str, namespace: str = "default", **params: Any
     r = c.get(f"/api/v1/namespaces/{namespace}/pods/{pod}/log", params=params)
     assert r.status_code == 200, r.text
     return r.text
+
+
+def resource_version(c: httpx.Client, namespace: str = "default") -> str:
+    """The current resourceVersion of the pod list: a watch from it replays every later change."""
+    r = c.get(f"/api/v1/namespaces/{namespace}/pods", params={"limit": "1"})
+    assert r.status_code == 200, r.text
+    return str(r.json()["metadata"]["resourceVersion"])
+
+
+def terminations(c: httpx.Client, name: str, since: str, namespace: str = "default", timeout: float = 20
+                 ) -> dict[str, Obj]:
+    """pod name → the `terminated` state its container last reported, for every pod of job `name` that
+    was deleted after resourceVersion `since`. Read from a watch that replays the change log, so a
+    status a pod held only for a moment before it went (as when its TrainJob is deleted) is seen too."""
+    last: dict[str, Obj] = {}
+    live: set[str] = set()
+    gone: set[str] = set()
+    params = {"watch": "true", "resourceVersion": since, "labelSelector": f"{JOBSET}={name}",
+              "timeoutSeconds": str(int(timeout))}
+    with c.stream("GET", f"/api/v1/namespaces/{namespace}/pods", params=params) as resp:
+        assert resp.status_code == 200, resp.read()
+        for line in resp.iter_lines():
+            if not line.strip():
+                continue
+            event = json.loads(line)
+            pod = event["object"]
+            pod_name = pod["metadata"]["name"]
+            live.add(pod_name)
+            state = ((pod.get("status") or {}).get("containerStatuses") or [{}])[0].get("state") or {}
+            if "terminated" in state:
+                last[pod_name] = state["terminated"]
+            if event["type"] == "DELETED":
+                gone.add(pod_name)
+                if gone == live:
+                    break
+    assert live and gone == live, f"pods of {name} seen {sorted(live)}, deleted {sorted(gone)}"
+    return last
+
+
+def events_of(c: httpx.Client, name: str, namespace: str = "default") -> list[Obj]:
+    """The Events about object `name` (a TrainJob, say)."""
+    r = c.get(f"/api/v1/namespaces/{namespace}/events", params={"fieldSelector": f"involvedObject.name={name}"})
+    assert r.status_code == 200, r.text
+    return list(r.json()["items"])
 
 
 def section(text: str, marker: str) -> str:

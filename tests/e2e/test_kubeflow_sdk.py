@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-import pytest
 import yaml
 from e2e_support import trainjob
 from kubeflow.trainer import CustomTrainer, TrainerClient
 
-from mpijob.store.supervisor import ServerInfo
 
 SOURCE = "ee-sdk-src"
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]

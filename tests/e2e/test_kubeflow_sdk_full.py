@@ -5,14 +5,11 @@ and `delete_job`. tests/e2e/test_kubeflow_sdk.py covers list_runtimes/list_jobs/
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 from e2e_support import TRAINER, job_pods, wait_for
 from kubeflow.trainer import CustomTrainer, TrainerClient
 
-from mpijob.store.supervisor import ServerInfo
 
 RUNTIME = "mpi-distributed"
 

@@ -14,11 +14,14 @@ from e2e_support import (
     TRAINER,
     condition,
     create,
+    events_of,
     get_trainjob,
     https_client,
     job_pods,
     launcher_of,
     pod_log,
+    resource_version,
+    terminations,
     trainjob,
     wait_finished,
     wait_for,
@@ -130,14 +133,21 @@ def test_higher_priority_preempts_and_the_victim_runs_again(gpu_api: httpx.Clien
     create(c, gpu_job("q-victim", 2, "sleep 2; echo victim-done",
                       labels={"kueue.x-k8s.io/priority-class": "q-low"}))
     wait_for(lambda: len(job_pods(c, "q-victim")) == 2 or None, "victim running")
+    since = resource_version(c)
     create(c, gpu_job("q-vip", 2, "echo vip-done", labels={"kueue.x-k8s.io/priority-class": "q-high"}))
     wl = wait_for(lambda: (w := workload(c, "q-victim")) and condition(w, "Preempted") and w, "victim preempted")
     assert condition(wl, "Evicted")["reason"] == "Preempted"
     assert condition(wl, "Preempted")["reason"] == "InClusterQueue"
+    # Every pod of the victim that had started ends in Kueue's words (one still starting has no container
+    # to end), then they go; the victim is neither failed nor said to be restarted.
+    stopped = terminations(c, "q-victim", since)
+    assert stopped and {s["reason"] for s in stopped.values()} == {"Preempted"}, stopped
+    assert all(s["message"].startswith("stopped: Preempted to accommodate a workload") for s in stopped.values())
+    assert condition(get_trainjob(c, "q-victim"), "Failed") is None
     assert condition(wait_finished(c, "q-vip"), "Complete")["status"] == "True"
-    events = c.get("/api/v1/namespaces/default/events",
-                   params={"fieldSelector": "involvedObject.name=q-victim"}).json()["items"]
+    events = events_of(c, "q-victim")
     assert any(e["reason"] == "Preempted" for e in events)
+    assert not any(e["reason"] == "ControlPlaneRestarted" for e in events)
     # The victim returns to its queue and runs to completion once the GPUs are free again.
     assert condition(wait_finished(c, "q-victim", timeout=60), "Complete")["status"] == "True"
 

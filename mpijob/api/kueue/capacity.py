@@ -1,17 +1,17 @@
-"""Machine capacity as text (`--capacity nvidia.com/gpu=8,cpu=16,memory=64Gi`) and quantities as integers.
+"""Machine capacity as text (`--capacity nvidia.com/gpu=8,cpu=16,memory=64Gi`).
 
-The scheduler compares amounts exactly, so every quantity becomes an integer in the unit Kubernetes
-itself counts it in: millicores for `cpu` (`500m` is 500), bytes for `memory`, whole units for
-anything else (GPUs, `pods`, extended resources), each rounded up like `resource.Quantity`.
+The amounts become the default ClusterQueue's quota, which the scheduler counts in integer base units
+(`mpijob.api.quantity.to_base_units`).
 """
 
 from __future__ import annotations
 
-import math
 import re
 
 from mpijob.api.errors import ApiError, bad_request
-from mpijob.api.quantity import parse_quantity
+from mpijob.api.quantity import parse_quantity, to_base_units
+
+__all__ = ["parse_capacity", "to_base_units"]  # to_base_units lives in mpijob.api.quantity
 
 # a qualified resource name: optional DNS prefix + "/" + name (kube's IsQualifiedName)
 _NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
@@ -50,15 +50,3 @@ def parse_capacity(text: str) -> dict[str, str]:
 
 def _bad(text: str, problem: str, fix: str) -> ApiError:
     return bad_request(f'invalid capacity "{text}": {problem}; {fix} (e.g. {_EXAMPLE})')
-
-
-def to_base_units(resource: str, quantity: object) -> int:
-    """The amount as an integer: cpu → millicores, memory → bytes, other resources → whole units.
-
-    Rounded up, as Kubernetes rounds a request it cannot represent exactly. Raises ValueError when
-    `quantity` is not a Kubernetes quantity (stored objects were validated, so this means a bug).
-    """
-    value = parse_quantity(quantity)
-    if resource == "cpu":
-        value *= 1000
-    return math.ceil(value)

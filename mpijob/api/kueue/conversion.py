@@ -16,23 +16,29 @@ every object it gets back (get, list, watch, write responses) converted down. Wh
 from __future__ import annotations
 
 import copy
-from typing import Any
 
+from mpijob.api import Obj
 from mpijob.api.errors import Cause, invalid
-from mpijob.api.resources import KUEUE, KUEUE_STORAGE_VERSION, Resource, storage
+from mpijob.api.names import (
+    KUEUE_API_VERSION,
+    KUEUE_GROUP,
+    KUEUE_V1BETA1,
+    KUEUE_VERSION,
+    PRIORITY_SOURCE_KUEUE,
+    PRIORITY_SOURCE_POD,
+    SCHEDULING_GROUP,
+)
+from mpijob.api.resources import Resource, storage
 
-Obj = dict[str, Any]
-
-V1BETA1, V1BETA2 = "v1beta1", "v1beta2"
 _SOURCES = {  # v1beta1 priorityClassSource ↔ v1beta2 priorityClassRef (group, kind)
-    "kueue.x-k8s.io/workloadpriorityclass": ("kueue.x-k8s.io", "WorkloadPriorityClass"),
-    "scheduling.k8s.io/priorityclass": ("scheduling.k8s.io", "PriorityClass"),
+    PRIORITY_SOURCE_KUEUE: (KUEUE_GROUP, "WorkloadPriorityClass"),
+    PRIORITY_SOURCE_POD: (SCHEDULING_GROUP, "PriorityClass"),
 }
 
 
 def is_converted(res: Resource) -> bool:
     """Whether objects of `res` differ from how they are stored (a Kueue v1beta1 request)."""
-    return res.group == KUEUE and res.version != KUEUE_STORAGE_VERSION
+    return res.group == KUEUE_GROUP and res.version != KUEUE_VERSION
 
 
 def to_storage(res: Resource, obj: Obj) -> tuple[Resource, Obj]:
@@ -63,7 +69,7 @@ def up(obj: Obj) -> Obj:
     """A v1beta1 Kueue object as v1beta2 (a converted copy); raises 422 for fields v1beta1 does not have,
     or where v1beta1 is ambiguous."""
     out = copy.deepcopy(obj)
-    out["apiVersion"] = f"{KUEUE}/{V1BETA2}"
+    out["apiVersion"] = KUEUE_API_VERSION
     kind = out.get("kind")
     spec, status = _section(out, "spec"), _section(out, "status")
     _refuse_v1beta2_only(str(kind), out)
@@ -77,7 +83,7 @@ def up(obj: Obj) -> Obj:
                     raise invalid("ClusterQueue", str(name), [Cause(
                         "spec", "Invalid value: Either AdmissionChecks or AdmissionCheckStrategy can be set, but not "
                                 "both; move the names in spec.admissionChecks into "
-                                "spec.admissionChecksStrategy.admissionChecks")], KUEUE)
+                                "spec.admissionChecksStrategy.admissionChecks")], KUEUE_GROUP)
                 spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in checks]}
             fungibility = spec.get("flavorFungibility")
             if isinstance(fungibility, dict):
@@ -107,7 +113,7 @@ def up(obj: Obj) -> Obj:
 def down(obj: Obj) -> Obj:
     """A stored (v1beta2) Kueue object as v1beta1 (a converted copy)."""
     out = copy.deepcopy(obj)
-    out["apiVersion"] = f"{KUEUE}/{V1BETA1}"
+    out["apiVersion"] = f"{KUEUE_GROUP}/{KUEUE_V1BETA1}"
     kind = out.get("kind")
     spec, status = _section(out, "spec"), _section(out, "status")
     if kind == "ClusterQueue" and spec is not None:
@@ -135,11 +141,11 @@ def _refuse_v1beta2_only(kind: str, obj: Obj) -> None:
         for name in names:
             if name in (_section(obj, section) or {}):
                 v1 = _V1BETA1_NAMES.get(name)
-                fix = f"use {v1} in v1beta1" if v1 else "send the object to kueue.x-k8s.io/v1beta2"
+                fix = f"use {v1} in {KUEUE_V1BETA1}" if v1 else f"send the object to {KUEUE_API_VERSION}"
                 causes.append(Cause(f"{section}.{name}", f'unknown field "{section}.{name}": it exists only in '
-                                                         f"kueue.x-k8s.io/v1beta2; {fix}"))
+                                                         f"{KUEUE_API_VERSION}; {fix}"))
     if causes:
-        raise invalid(kind, str((obj.get("metadata") or {}).get("name", "")), causes, KUEUE)
+        raise invalid(kind, str((obj.get("metadata") or {}).get("name", "")), causes, KUEUE_GROUP)
 
 
 def _section(obj: Obj, key: str) -> Obj | None:

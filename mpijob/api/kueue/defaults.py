@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-Obj = dict[str, Any]
+from mpijob.api import Obj
 
 # path of parent objects → {field: default}; `[]` steps into every item of a list
 _DEFAULTS: dict[str, list[tuple[tuple[str, ...], Obj]]] = {

@@ -14,13 +14,13 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
+from mpijob.api import Obj, names
+from mpijob.api.names import KUEUE_GROUP, SCHEDULING_GROUP
 from mpijob.api.quantity import parse_quantity
 
-DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS1123_SUBDOMAIN = names.DNS1123_SUBDOMAIN.pattern
+DNS1123_LABEL = names.DNS1123_LABEL.pattern
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-
-Obj = dict[str, Any]
 
 
 def _quantity(value: Any) -> Any:
@@ -210,7 +210,7 @@ class PodSet(KueueModel):
 
 
 class PriorityClassRef(KueueModel):
-    group: Literal["kueue.x-k8s.io", "scheduling.k8s.io"]
+    group: Literal[KUEUE_GROUP, SCHEDULING_GROUP]  # type: ignore[valid-type]  # the words of api/names.py
     kind: Literal["WorkloadPriorityClass", "PriorityClass"]
     name: Annotated[str, StringConstraints(min_length=1, max_length=253, pattern=DNS1123_SUBDOMAIN)]
 

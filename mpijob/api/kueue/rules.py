@@ -6,19 +6,15 @@ empty`, ...) and add the fix, so an administrator who knows Kueue recognises the
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
+from mpijob.api import Obj, names
 from mpijob.api.errors import Cause
-from mpijob.api.kueue.structure import show
+from mpijob.api.labels import is_label_value, is_qualified_name
 from mpijob.api.quantity import parse_quantity
+from mpijob.api.schema import show
 
-Obj = dict[str, Any]
-
-_QUALIFIED = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-                        r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 _QUALIFIED_HELP = ("must be a qualified name: an optional DNS prefix and '/', then at most 63 letters, digits, "
                    "'-', '_' or '.', starting and ending with a letter or digit (e.g. 'nvidia.com/gpu')")
 
@@ -99,7 +95,7 @@ def _resource_groups(groups: list[Obj], has_parent: bool, parent_word: str) -> l
         where = f"spec.resourceGroups[{i}]"
         covered = group.get("coveredResources") or []
         for j, name in enumerate(covered):
-            if not _QUALIFIED.match(name) or len(name) > 316:
+            if not is_qualified_name(name):
                 out.append(Cause(f"{where}.coveredResources[{j}]", f"Invalid value: {show(name)}: {_QUALIFIED_HELP}"))
             if name in seen_resources:
                 out.append(Cause(f"{where}.coveredResources[{j}]",
@@ -152,15 +148,15 @@ def _selector(selector: Obj | None, where: str) -> list[Cause]:
         return []
     out: list[Cause] = []
     for key, value in (selector.get("matchLabels") or {}).items():
-        if not _QUALIFIED.match(key):
+        if not is_qualified_name(key):
             out.append(Cause(f"{where}.matchLabels", f"Invalid value: {show(key)}: {_QUALIFIED_HELP}"))
-        if not _LABEL_VALUE.match(value):
+        if not is_label_value(value):
             out.append(Cause(f"{where}.matchLabels", f"Invalid value: {show(value)}: a label value is at most 63 "
                                                      "letters, digits, '-', '_' or '.', starting and ending with a "
                                                      "letter or digit (or empty)"))
     for i, req in enumerate(selector.get("matchExpressions") or []):
         rwhere = f"{where}.matchExpressions[{i}]"
-        if not _QUALIFIED.match(req["key"]):
+        if not is_qualified_name(req["key"]):
             out.append(Cause(f"{rwhere}.key", f"Invalid value: {show(req['key'])}: {_QUALIFIED_HELP}"))
         values, op = req.get("values") or [], req["operator"]
         if op in ("In", "NotIn") and not values:
@@ -231,7 +227,7 @@ def _workload(obj: Obj, _: Obj | None) -> list[Cause]:
         out += _requests(pod_set.get("template") or {}, f"{where}.template")
     ref = spec.get("priorityClassRef")
     if ref is not None:
-        pairs = {"kueue.x-k8s.io": "WorkloadPriorityClass", "scheduling.k8s.io": "PriorityClass"}
+        pairs = {names.KUEUE_GROUP: "WorkloadPriorityClass", names.SCHEDULING_GROUP: "PriorityClass"}
         if pairs[ref["group"]] != ref["kind"]:
             out.append(Cause("spec.priorityClassRef.kind", f"Invalid value: {show(ref['kind'])}: only the "
                                                            f"{pairs[ref['group']]} kind is allowed for the "

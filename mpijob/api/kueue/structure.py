@@ -8,7 +8,6 @@ schema errors (`Unsupported value`, `Required value`, `unknown field`), so kubec
 from __future__ import annotations
 
 import difflib
-import json
 import types
 import typing
 from typing import Any
@@ -17,19 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from mpijob.api.errors import Cause
 from mpijob.api.kueue.models import MODELS
-from mpijob.api.schema import strip_nulls
-
-
-def show(value: Any, limit: int = 80) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def path_of(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+from mpijob.api.schema import path_of, show, strip_nulls
 
 
 def structural_causes(kind: str, obj: dict) -> list[Cause]:

@@ -6,8 +6,8 @@ import os
 import shutil
 import signal
 from pathlib import Path
-from typing import Any
 
+from mpijob.api import Obj
 from mpijob.api.resources import CONFIGMAPS, PODS, SECRETS, TRAINJOBS, WORKLOADS
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
@@ -41,10 +41,10 @@ def sweep_orphans(store: Store, logs: LogStore, home: Home) -> None:
             refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("kind") == "TrainJob"]
             if refs and not any(r.get("uid") in live for r in refs):
                 cascade(store, logs, refs[0]["uid"])
-    prefixes = {f"{j['metadata']['namespace']}_{j['metadata']['name']}_{j['metadata']['uid'][:8]}" for j in jobs}
+    kept = {home.job_dir(j["metadata"]["namespace"], j["metadata"]["name"], j["metadata"]["uid"]) for j in jobs}
     if home.jobs.is_dir():
         for d in home.jobs.iterdir():
-            if d.name not in prefixes:
+            if d not in kept:
                 remove_tree(d)
 
 
@@ -76,7 +76,7 @@ def kill_leftovers(cluster_id: str) -> int:
     return killed
 
 
-def owner_uid(obj: dict[str, Any]) -> str | None:
+def owner_uid(obj: Obj) -> str | None:
     for ref in obj["metadata"].get("ownerReferences") or []:
         if ref.get("kind") == "TrainJob":
             return ref.get("uid")

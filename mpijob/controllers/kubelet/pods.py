@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mpijob.api import Obj
 from mpijob.api.mpi_output import LauncherOutput
+from mpijob.api.names import CONTAINER
 from mpijob.api.resources import PODS
 from mpijob.store.logs import LogStore, LogWriter
 from mpijob.store.objects import Store, now
-
-CONTAINER = "node"
 PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
 
 
@@ -129,7 +129,7 @@ async def spawn(
 # -- status, written as a kubelet reports it -------------------------------------------------------
 
 
-def _container_status(pod: dict[str, Any], state: dict[str, Any], ready: bool) -> dict[str, Any]:
+def _container_status(pod: Obj, state: dict[str, Any], ready: bool) -> dict[str, Any]:
     container = pod["spec"]["containers"][0]
     return {
         "name": container["name"],
@@ -142,7 +142,7 @@ def _container_status(pod: dict[str, Any], state: dict[str, Any], ready: bool) -
     }
 
 
-def _conditions(pod: dict[str, Any], ready: bool, ts: str, phase: str = "Running") -> list[dict[str, Any]]:
+def _conditions(pod: Obj, ready: bool, ts: str, phase: str = "Running") -> list[dict[str, Any]]:
     """The kubelet's four pod conditions. A transition time moves only when a status flips; a pod
     that is not ready says why, in the kubelet's words."""
     before = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or []}
@@ -162,7 +162,7 @@ def _conditions(pod: dict[str, Any], ready: bool, ts: str, phase: str = "Running
     return out
 
 
-def set_running(store: Store, namespace: str, name: str, ip: str, ready: bool = False) -> dict[str, Any] | None:
+def set_running(store: Store, namespace: str, name: str, ip: str, ready: bool = False) -> Obj | None:
     pod = store.try_get(PODS, namespace, name)
     if pod is None:
         return None
@@ -183,7 +183,7 @@ def set_running(store: Store, namespace: str, name: str, ip: str, ready: bool = 
 
 def set_terminated(
     store: Store, namespace: str, name: str, exit: Exit, reason: str | None = None, message: str = ""
-) -> dict[str, Any] | None:
+) -> Obj | None:
     """Terminal phase: `Succeeded` only for exit 0; reason `Completed`, `Error` or `OOMKilled`."""
     pod = store.try_get(PODS, namespace, name)
     if pod is None:

@@ -13,10 +13,25 @@ import asyncio
 import copy
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
+from mpijob.api import Obj
 from mpijob.api import resources as r
-from mpijob.api.quantity import parse_quantity
+from mpijob.api.kueue.adapters import live, stop_policy
+from mpijob.api.names import (
+    ACTIVE,
+    ADMITTED,
+    ANNOTATION_CAPACITY,
+    ANNOTATION_WAITING,
+    EVICTED,
+    PREEMPTED,
+    QUOTA_RESERVED,
+    REASON_CLUSTER_QUEUE_STOPPED,
+    REASON_LOCAL_QUEUE_STOPPED,
+    REASON_PENDING,
+    REASON_READY,
+    REQUEUED,
+)
+from mpijob.api.quantity import from_base_units
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
 from mpijob.controllers.kueue.scheduler import (
@@ -30,30 +45,16 @@ from mpijob.controllers.kueue.scheduler import (
 from mpijob.controllers.kueue.scheduler import messages as msg
 from mpijob.controllers.kueue.scheduler.admissibility import inactive, local_queue_active
 from mpijob.controllers.kueue.scheduler.snapshot import Snapshot
-from mpijob.controllers.kueue.workloads import (
-    WAITING_ANNOTATION,
-    build_snapshot,
-    default_objects,
-    live,
-    stop_policy,
-)
+from mpijob.controllers.kueue.workloads import build_snapshot, default_objects
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 COALESCE = 0.005  # seconds a cycle waits for more events to arrive
 
 
 def _split(key: str) -> tuple[str, str]:
     ns, _, name = key.partition("/")
     return ns, name
-
-
-def _qty(resource: str, amount: int) -> str:
-    """Base units back to a Kubernetes quantity string."""
-    if resource == "cpu":
-        return f"{amount // 1000}" if amount % 1000 == 0 else f"{amount}m"
-    return str(amount)
 
 
 class Queueing:
@@ -73,7 +74,7 @@ class Queueing:
             current = self.store.try_get(res, meta.get("namespace", ""), meta["name"])
             if current is None:
                 self.store.create(res, obj, meta.get("namespace", ""))
-            elif (current["metadata"].get("annotations") or {}).get("mpijob.io/capacity") == "machine" \
+            elif (current["metadata"].get("annotations") or {}).get(ANNOTATION_CAPACITY) == "machine" \
                     and current.get("spec") != obj["spec"]:
                 current["spec"] = obj["spec"]
                 self.store.update(res, current)
@@ -128,25 +129,17 @@ class Queueing:
         wl = self._workload(d.workload)
         if wl is None or not live(wl):
             return
-        counts = {ps["name"]: int(ps.get("count", 1)) for ps in wl["spec"].get("podSets") or []}
-        assignments = []
-        for ps, flavors in d.assignment.flavors.items():
-            per_pod = next((p for p in wl["spec"]["podSets"] if p["name"] == ps), {})
-            requests = ((per_pod.get("template", {}).get("spec", {}).get("containers") or [{}])[0]
-                        .get("resources", {}).get("requests") or {})
-            usage = {res: _scaled(q, counts.get(ps, 1)) for res, q in requests.items()}
-            assignments.append({"name": ps, "flavors": flavors, "resourceUsage": usage, "count": counts.get(ps, 1)})
-        wl.setdefault("status", {})["admission"] = {"clusterQueue": d.cluster_queue, "podSetAssignments": assignments}
-        cond.set_condition(wl, "QuotaReserved", True, "QuotaReserved", f"Quota reserved in ClusterQueue {d.cluster_queue}")
-        cond.set_condition(wl, "Admitted", True, "Admitted", "The workload is admitted")
-        for kind in ("Evicted", "Preempted"):
+        wl.setdefault("status", {})["admission"] = d.assignment.to_api(d.cluster_queue)
+        cond.set_condition(wl, QUOTA_RESERVED, True, QUOTA_RESERVED, f"Quota reserved in ClusterQueue {d.cluster_queue}")
+        cond.set_condition(wl, ADMITTED, True, ADMITTED, "The workload is admitted")
+        for kind in (EVICTED, PREEMPTED):
             if cond.get(wl, kind):
-                cond.set_condition(wl, kind, False, "QuotaReserved", "The workload has quota reserved")
+                cond.set_condition(wl, kind, False, QUOTA_RESERVED, "The workload has quota reserved")
         self.store.update(r.WORKLOADS, wl, status=True)
         self._pending_messages.pop(d.workload, None)
         self._annotate(d.workload, None)
         if (tj := self._owner(wl)) is not None:
-            events.record(self.store, tj, "Admitted",
+            events.record(self.store, tj, ADMITTED,
                           f"Admitted by ClusterQueue {d.cluster_queue}: quota reserved, the job starts")
 
     async def _preempt(self, d: Preempt) -> None:
@@ -154,14 +147,14 @@ class Queueing:
         if wl is None:
             return
         wl.setdefault("status", {}).pop("admission", None)
-        stopped = d.reason in (msg.EVICTED_BY_CQ_STOPPED, msg.EVICTED_BY_LQ_STOPPED)  # evicted, not preempted
-        why = d.reason if stopped else "Preempted"
-        cond.set_condition(wl, "Evicted", True, why, d.message)
+        stopped = d.reason in (REASON_CLUSTER_QUEUE_STOPPED, REASON_LOCAL_QUEUE_STOPPED)  # evicted, not preempted
+        why = d.reason if stopped else PREEMPTED
+        cond.set_condition(wl, EVICTED, True, why, d.message)
         if not stopped:
-            cond.set_condition(wl, "Preempted", True, d.reason, d.message)
-        cond.set_condition(wl, "QuotaReserved", False, why, d.message)
-        cond.set_condition(wl, "Admitted", False, why, d.message)
-        cond.set_condition(wl, "Requeued", True, why, d.message)
+            cond.set_condition(wl, PREEMPTED, True, d.reason, d.message)
+        cond.set_condition(wl, QUOTA_RESERVED, False, why, d.message)
+        cond.set_condition(wl, ADMITTED, False, why, d.message)
+        cond.set_condition(wl, REQUEUED, True, why, d.message)
         self.store.update(r.WORKLOADS, wl, status=True)
         tj = self._owner(wl)
         if tj is not None:
@@ -174,13 +167,13 @@ class Queueing:
         if wl is None:
             return
         # An empty message: Kueue did not look at it this cycle (behind a StrictFIFO head); keep the last.
-        if d.message and cond.set_condition(wl, "QuotaReserved", False, d.reason, d.message):
+        if d.message and cond.set_condition(wl, QUOTA_RESERVED, False, d.reason, d.message):
             self.store.update(r.WORKLOADS, wl, status=True)
         if self._pending_messages.get(d.workload) != d.human:
             self._pending_messages[d.workload] = d.human
             self._annotate(d.workload, d.human)
             if (tj := self._owner(wl)) is not None:
-                events.record(self.store, tj, "Pending", d.human)
+                events.record(self.store, tj, REASON_PENDING, d.human)
 
     def _annotate(self, key: str, waiting: str | None) -> None:
         """The human 'why waiting' message on the Workload, where every client can read it."""
@@ -188,17 +181,13 @@ class Queueing:
         if wl is None:
             return
         annotations = wl["metadata"].setdefault("annotations", {})
-        if annotations.get(WAITING_ANNOTATION) == waiting:
+        if annotations.get(ANNOTATION_WAITING) == waiting:
             return
         if waiting is None:
-            annotations.pop(WAITING_ANNOTATION, None)
+            annotations.pop(ANNOTATION_WAITING, None)
         else:
-            annotations[WAITING_ANNOTATION] = waiting
+            annotations[ANNOTATION_WAITING] = waiting
         self.store.update(r.WORKLOADS, wl)
-
-    def pending_message(self, workload_key: str) -> str | None:
-        """The human 'why waiting' message of the last cycle."""
-        return self._pending_messages.get(workload_key)
 
     # -- queue status --------------------------------------------------------------------------
 
@@ -217,7 +206,8 @@ class Queueing:
                     for q in fq.resources:
                         total, borrowed = usage.get(name, {}).get((fq.name, q.name), (0, 0))
                         flavors.setdefault(fq.name, []).append(
-                            {"name": q.name, "total": _qty(q.name, total), "borrowed": _qty(q.name, borrowed)})
+                            {"name": q.name, "total": from_base_units(q.name, total),
+                             "borrowed": from_base_units(q.name, borrowed)})
             flavor_usage = [{"name": f, "resources": res} for f, res in flavors.items()]
             status = copy.deepcopy(obj.get("status") or {})  # conditions change in place: compare to the old
             status.update(
@@ -230,7 +220,7 @@ class Queueing:
             )
             new = {**obj, "status": status}
             state = inactive(snap, cq)
-            cond.set_condition(new, msg.ACTIVE, state is None, state.reason if state else msg.READY,
+            cond.set_condition(new, ACTIVE, state is None, state.reason if state else REASON_READY,
                                state.message if state else msg.CAN_ADMIT)
             if new["status"] != obj.get("status"):
                 self.store.update(r.CLUSTER_QUEUES, new, status=True)
@@ -242,12 +232,7 @@ class Queueing:
                       "reservingWorkloads": admitted, "admittedWorkloads": admitted}
             new = {**lq, "status": status}
             pointed = (lq.get("spec") or {}).get("clusterQueue", "")
-            cond.set_condition(new, msg.ACTIVE, *local_queue_active(snap, pointed, stop_policy(lq)))
+            cond.set_condition(new, ACTIVE, *local_queue_active(snap, pointed, stop_policy(lq)))
             if status != lq.get("status"):
                 self.store.update(r.LOCAL_QUEUES, new, status=True)
 
-
-def _scaled(quantity: Any, count: int) -> str:
-    """A per-pod quantity times the pod count, as a quantity string."""
-    value = parse_quantity(quantity) * count
-    return str(int(value)) if value == int(value) else f"{int(value * 1000)}m"

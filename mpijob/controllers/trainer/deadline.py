@@ -10,11 +10,11 @@ starts at the latest of creation, the last resume and the current admission.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
+from mpijob.api import Obj, names
 from mpijob.controllers import conditions as cond
 
-Obj = dict[str, Any]
+MESSAGE = "TrainJob exceeded its active deadline"  # Trainer's, with reason names.REASON_DEADLINE_EXCEEDED
 
 
 def _epoch(stamp: str | None) -> float | None:
@@ -29,10 +29,10 @@ def due(tj: Obj, wl: Obj | None) -> float | None:
     seconds = (tj.get("spec") or {}).get("activeDeadlineSeconds")
     if not seconds or cond.finished(tj) or (tj.get("spec") or {}).get("suspend"):
         return None
-    admitted = cond.get(wl, "Admitted") if wl else None
+    admitted = cond.get(wl, names.ADMITTED) if wl else None
     if not admitted or admitted.get("status") != "True":
         return None
-    resumed = cond.get(tj, cond.SUSPENDED)
+    resumed = cond.get(tj, names.SUSPENDED)
     starts = [tj["metadata"].get("creationTimestamp"), admitted.get("lastTransitionTime"),
               resumed.get("lastTransitionTime") if resumed and resumed.get("status") == "False" else None]
     start = max(t for t in map(_epoch, starts) if t is not None)

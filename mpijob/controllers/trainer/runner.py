@@ -4,14 +4,16 @@ failure anywhere ends the whole job and every process of it."""
 from __future__ import annotations
 
 import asyncio
+import enum
 import functools
 import re
 import signal
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from mpijob.api import Obj, names
 from mpijob.api.mpi_output import LauncherOutput, asks_for_tags
 from mpijob.api.plan import PodPlan, RunPlan
-from mpijob.controllers import conditions as cond
 from mpijob.controllers.kubelet import pods
 from mpijob.controllers.kubelet.cgroups import PodCgroup
 from mpijob.controllers.kubelet.sandbox import (
@@ -26,12 +28,14 @@ from mpijob.controllers.kubelet.sandbox import (
     job_user,
     pod_path,
 )
+from mpijob.controllers.trainer import deadline
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
 
 READY_TIMEOUT = 60.0  # seconds for every node to accept the job key
 PROBE_INTERVAL = 0.01
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL when tearing a job down
+ROOT_ALLOWANCE = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
 @dataclass
@@ -39,6 +43,74 @@ class Outcome:
     succeeded: bool
     reason: str  # TrainJob condition reason
     message: str
+
+
+class Then(enum.Enum):
+    """What becomes of a TrainJob once a stop has torn its run down."""
+
+    FAIL = "fail"  # it ends Failed with the stop's reason: its deadline passed, its control plane went away
+    REQUEUE = "requeue"  # its pods are deleted and it runs again once resumed or re-admitted (suspension, eviction)
+    FORGET = "forget"  # it was deleted: nothing is written to it, its objects go with it (gc.cascade)
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a run is stopped from outside its pods. `reason` is the terminated reason of every pod the stop
+    ends and, when the stop fails the job, the reason of the TrainJob's `Failed` condition: each kind of
+    stop says what happened in its own upstream words."""
+
+    reason: str
+    message: str
+    then: Then
+
+    @classmethod
+    def deleted(cls) -> Stop:
+        return cls(names.REASON_DELETED, "the TrainJob was deleted", Then.FORGET)
+
+    @classmethod
+    def suspended(cls) -> Stop:
+        """`spec.suspend` set on a running job: Trainer's Suspended, and JobSet deletes the pods."""
+        return cls(names.REASON_SUSPENDED, "the TrainJob was suspended", Then.REQUEUE)
+
+    @classmethod
+    def evicted(cls, reason: str, message: str) -> Stop:
+        """Kueue took the job's quota back: `reason` and `message` are its Workload's `Evicted` condition's
+        (Preempted, ClusterQueueStopped, ...)."""
+        return cls(reason, message, Then.REQUEUE)
+
+    @classmethod
+    def deadline_exceeded(cls) -> Stop:
+        return cls(names.REASON_DEADLINE_EXCEEDED, deadline.MESSAGE, Then.FAIL)
+
+    @classmethod
+    def control_plane_stopped(cls) -> Stop:
+        return cls(names.REASON_CONTROL_PLANE_RESTARTED, "the local cluster was stopped while the job was running",
+                   Then.FAIL)
+
+    @property
+    def outcome(self) -> Outcome:
+        return Outcome(False, self.reason, self.message)
+
+    @property
+    def pod_message(self) -> str:
+        """The terminated message of the pods it stops."""
+        return f"stopped because the TrainJob failed: {self.message}" if self.then is Then.FAIL else \
+            f"stopped: {self.message}"
+
+
+class Role(enum.Enum):
+    """Which process of a pod: its container, or the sshd a process-mode launcher host runs beside it."""
+
+    CONTAINER = "container"
+    SSHD = "sshd"
+
+
+@dataclass(frozen=True)
+class Proc:
+    """The key of one supervised process: its pod and its role there."""
+
+    pod: str
+    role: Role = Role.CONTAINER
 
 
 class JobRunner:
@@ -52,13 +124,11 @@ class JobRunner:
         self.gpus = gpus or {}  # pod name → its GPU indices (disjoint across running pods)
         self.cores = cores or {}  # pod name → its CPU cores, when it asked for whole CPUs and they fit
         self.local_mca = {**LOCAL_MCA, **({YIELD_WHEN_IDLE: "1"} if yield_when_idle else {})}
-        self.requeue = False  # stopped by Kueue (preempted, suspended): runs again once re-admitted
         self.mode = files.mode
-        self.procs: dict[str, pods.PodProcess] = {}
-        self.exits: dict[str, pods.Exit] = {}
-        self.cgroups: dict[str, PodCgroup] = {}
-        self._stopping: str | None = None
-        self._stop_reason = cond.RESTARTED
+        self.procs: dict[Proc, pods.PodProcess] = {}
+        self.exits: dict[Proc, pods.Exit] = {}
+        self.cgroups: dict[str, PodCgroup] = {}  # pod name → its cgroup (namespace mode)
+        self.stopped: Stop | None = None  # set by stop(): why the run was ended from outside
 
     # -- environment ---------------------------------------------------------------------------
 
@@ -70,38 +140,30 @@ class JobRunner:
         """The pod's own GPUs: like the NVIDIA device plugin, a pod without GPUs sees none."""
         return {"CUDA_VISIBLE_DEVICES": ",".join(str(d) for d in self.gpus.get(pod.name, []))}
 
+    def _env(self, pod: PodPlan, user: User, own: Iterable[Obj], identity: dict[str, str]) -> dict[str, str]:
+        """The environment every process of a pod starts with, its container and its sshd sessions alike:
+        PATH, who and where it is (`identity`), the local MCA settings, the cluster marker, the pod's GPUs,
+        root's allowance to run Open MPI, and last the job's own variables (`own`), which win."""
+        env = {"PATH": pod_path(), **identity, **self.local_mca, "MPIJOB_CLUSTER": self.cluster_id,
+               **self._devices(pod)}
+        if user.uid == 0:
+            env |= ROOT_ALLOWANCE
+        return env | _values(own)
+
     def _session_env(self, pod: PodPlan, user: User) -> dict[str, str]:
         """What sshd gives every remote session (ranks, orted): trainer.env reaches every rank."""
-        env = {"PATH": pod_path(), **self.local_mca, "MPIJOB_CLUSTER": self.cluster_id, **self._devices(pod)}
-        if self.mode == PROCESS:
-            env["HOME"] = user.home
-        if user.uid == 0:
-            env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-        for e in self.plan.user_env:
-            if "value" in e:
-                env[e["name"]] = str(e["value"])
-        return env
+        return self._env(pod, user, self.plan.user_env, {"HOME": user.home} if self.mode == PROCESS else {})
 
     def _container_env(self, pod: PodPlan, user: User, home: str) -> dict[str, str]:
-        env = {
-            "PATH": pod_path(),
-            "HOME": home,
-            "USER": user.name,
-            "LOGNAME": user.name,
-            "HOSTNAME": pod.hostname,
-            **self.local_mca,
-            **self._marker(pod),
-            **self._devices(pod),
-        }
-        if user.uid == 0:
-            env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-        env |= _user_env(pod)
+        identity = {"HOME": home, "USER": user.name, "LOGNAME": user.name, "HOSTNAME": pod.hostname,
+                    **self._marker(pod)}
+        env = self._env(pod, user, pod.env, identity)
         if self.mode == PROCESS and pod.is_launcher:
             hostfile = str(self.files.hostfile)
             agent = f"ssh -F {self.files.ssh_config}"
             env |= {
-                "OMPI_MCA_orte_default_hostfile": hostfile,
-                "PRTE_MCA_prte_default_hostfile": hostfile,
+                names.OMPI_HOSTFILE: hostfile,
+                names.PRTE_HOSTFILE: hostfile,
                 "OMPI_MCA_plm_rsh_agent": agent,
                 "PRTE_MCA_plm_ssh_agent": agent,
                 "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
@@ -118,7 +180,7 @@ class JobRunner:
         home = user.home if self.mode == NAMESPACE else str(pod_dir / "home")
         base_env = {"PATH": pod_path(), **self._marker(pod)}
         if sshd_only:
-            self.procs[pod.name + "/sshd"] = await pods.spawn(
+            self.procs[Proc(pod.name, Role.SSHD)] = await pods.spawn(
                 self.logs, self.plan.namespace, pod.name + "-sshd", self.files.sshd_argv(pod), base_env
             )
             return
@@ -134,16 +196,18 @@ class JobRunner:
         # asked for tags, drops them: `kubectl logs` shows what the program printed.
         mpi = None
         if pod.is_launcher:
-            mpi = functools.partial(LauncherOutput, keep_tags=asks_for_tags([*pod.command, *pod.args], _user_env(pod)))
-        self.procs[pod.name] = await pods.spawn(self.logs, self.plan.namespace, pod.name, argv, base_env, cwd, mpi)
-        if self._stopping:  # stopped while this pod was being spawned: it must not outlive the job
-            self.procs[pod.name].kill(signal.SIGTERM)
+            mpi = functools.partial(LauncherOutput, keep_tags=asks_for_tags([*pod.command, *pod.args], _values(pod.env)))
+        proc = self.procs[Proc(pod.name)] = await pods.spawn(
+            self.logs, self.plan.namespace, pod.name, argv, base_env, cwd, mpi)
+        if self.stopped:  # stopped while this pod was being spawned: it must not outlive the job
+            proc.kill(signal.SIGTERM)
         # Ready as a kubelet sees it: a node once its sshd accepts the job key (the runtime's readiness
         # probe on port 2222, see _ready), the launcher (no probe) as soon as it runs
         pods.set_running(self.store, self.plan.namespace, pod.name, self.ips[pod.hostname], ready=pod.is_launcher)
 
-    async def _ready(self, pod: PodPlan, user: User, key: str) -> None:
-        """Wait until the pod's sshd accepts the job key (a real ssh authentication)."""
+    async def _ready(self, pod: PodPlan, user: User, key: Proc) -> None:
+        """Wait until the pod's sshd (`key`: its container, or the sshd beside a launcher's) accepts the job
+        key (a real ssh authentication)."""
         ip = self.ips[pod.hostname]
         proc = self.procs[key]
         loop = asyncio.get_running_loop()
@@ -158,14 +222,14 @@ class JobRunner:
                 raise NodeFailed(pod, None, f"did not accept the job key within {READY_TIMEOUT:.0f}s")
             if await _sshd_answers(ip, SSH_PORT):
                 if await self._key_accepted(ip, user):
-                    if key == pod.name:
+                    if key.role is Role.CONTAINER:
                         pods.set_running(self.store, self.plan.namespace, pod.name, ip, ready=True)
                     return
             await asyncio.sleep(PROBE_INTERVAL)
 
     def _last_line(self, log_name: str) -> str:
         """What a pod said last (sshd's reason for refusing to start, say), for the failure message."""
-        tail = self.logs.read(self.plan.namespace, log_name, pods.CONTAINER, tail_lines=1)
+        tail = self.logs.read(self.plan.namespace, log_name, names.CONTAINER, tail_lines=1)
         return tail.decode(errors="replace").strip()
 
     async def _key_accepted(self, ip: str, user: User) -> bool:
@@ -194,20 +258,20 @@ class JobRunner:
         try:
             await asyncio.gather(*(self._start(p, users[p.name]) for p in nodes))
             self._check_stop()
-            waits = [self._ready(p, users[p.name], p.name) for p in nodes if self.files.runs_sshd(plan, p)]
+            waits = [self._ready(p, users[p.name], Proc(p.name)) for p in nodes if self.files.runs_sshd(plan, p)]
             if self.files.runs_sshd(plan, launcher):
                 await self._start(launcher, users[launcher.name], sshd_only=True)
-                waits.append(self._ready(launcher, users[launcher.name], launcher.name + "/sshd"))
+                waits.append(self._ready(launcher, users[launcher.name], Proc(launcher.name, Role.SSHD)))
             await asyncio.gather(*waits)
             self._check_stop()
             await self._start(launcher, users[launcher.name])
             outcome = await self._supervise()
         except NodeFailed as failure:
-            outcome = Outcome(False, "FailedJobs", failure.message())
+            outcome = Outcome(False, names.REASON_FAILED_JOBS, failure.message())
         except Stopped:
-            outcome = Outcome(False, "Stopped", str(self._stopping))
-        if self._stopping:
-            outcome = Outcome(False, self._stop_reason, self._stopping)
+            pass  # raised only once stop() has been called: its Stop is the outcome, below
+        if self.stopped:  # what ended the run from outside, not how its killed pods exited, is the outcome
+            outcome = self.stopped.outcome
         await self.teardown(outcome)
         return outcome
 
@@ -215,18 +279,19 @@ class JobRunner:
         waits = {asyncio.ensure_future(self.procs[name].wait()): name for name in self.procs}
         done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         first = next(iter(done))
-        name = waits[first].split("/")[0]
+        key = waits[first]
         result = first.result()
-        self.exits[waits[first]] = result
+        self.exits[key] = result
         for w in waits:
             if w not in done:
                 w.cancel()
-        pod = next(p for p in self.plan.pods if p.name == name)
-        if pod.is_launcher and waits[first] == pod.name and result.ok:
-            return Outcome(True, "AllJobsCompleted", "jobset completed successfully")
-        if pod.is_launcher and waits[first] == pod.name:
+        pod = next(p for p in self.plan.pods if p.name == key.pod)
+        mpirun = pod.is_launcher and key.role is Role.CONTAINER
+        if mpirun and result.ok:
+            return Outcome(True, names.REASON_COMPLETED, "jobset completed successfully")
+        if mpirun:
             msg = f"launcher pod {pod.name} exited with {result.describe()}"
-            detail = _rank_failure(self.logs.read(self.plan.namespace, pod.name, pods.CONTAINER, tail_lines=60))
+            detail = _rank_failure(self.logs.read(self.plan.namespace, pod.name, names.CONTAINER, tail_lines=60))
             last = self._last_line(pod.name)
             msg = f"{detail}; {msg}" if detail else f"{msg}: {last}" if last else msg
         else:
@@ -234,7 +299,7 @@ class JobRunner:
         ooms = [p for p, cg in self.cgroups.items() if cg.oom_kills()]
         if ooms:
             msg += "; OOMKilled: memory limit exceeded in pod " + ", ".join(ooms)
-        return Outcome(False, "FailedJobs", msg)
+        return Outcome(False, names.REASON_FAILED_JOBS, msg)
 
     async def teardown(self, outcome: Outcome) -> None:
         """Stop what still runs, SIGTERM then SIGKILL, and write every pod's final status."""
@@ -248,44 +313,49 @@ class JobRunner:
                 if p.proc.returncode is None:
                     p.kill(signal.SIGKILL)
             await asyncio.gather(*(p.proc.wait() for p in live.values()))
+        ns = self.plan.namespace
         for key, proc in self.procs.items():
-            if "/" in key:
-                continue
-            exit = self.exits.get(key) or await proc.wait()
-            cgroup = self.cgroups.get(key)
+            if key.role is not Role.CONTAINER:
+                continue  # a launcher host's sshd: its pod's status is its container's
+            name, exit = key.pod, self.exits.get(key) or await proc.wait()
+            cgroup = self.cgroups.get(name)
             if cgroup and cgroup.oom_kills() and not outcome.succeeded:
-                pods.set_terminated(self.store, self.plan.namespace, key, pods.Exit(137, 9), "OOMKilled",
-                                       f"a process of this pod exceeded its memory limit ({cgroup.oom_kills()} OOM kill(s))")
+                pods.set_terminated(self.store, ns, name, pods.Exit(137, 9), "OOMKilled",
+                                    f"a process of this pod exceeded its memory limit ({cgroup.oom_kills()} OOM kill(s))")
             elif key in live and outcome.succeeded:
                 # Nodes are shut down once the launcher is done, as JobSet does.
-                pods.set_terminated(self.store, self.plan.namespace, key, pods.Exit(0), "Completed",
-                                       "stopped after the TrainJob completed")
-            elif key in live or self._stopping:  # stopped by us, whether or not it had ended by now
-                pods.set_terminated(self.store, self.plan.namespace, key, exit, self._stop_reason if self._stopping else None,
-                                       f"stopped because the TrainJob failed: {outcome.message}")
+                pods.set_terminated(self.store, ns, name, pods.Exit(0), "Completed", "stopped after the TrainJob completed")
+            elif self.stopped:  # stopped from outside, whether or not it had ended by now
+                pods.set_terminated(self.store, ns, name, exit, self.stopped.reason, self.stopped.pod_message)
+            elif key in live:  # the job failed elsewhere (a rank, a node): this pod was stopped with it
+                pods.set_terminated(self.store, ns, name, exit, None, f"stopped because the TrainJob failed: {outcome.message}")
             else:
-                pods.set_terminated(self.store, self.plan.namespace, key, exit)
+                pods.set_terminated(self.store, ns, name, exit)
         for cgroup in self.cgroups.values():
             cgroup.remove()
 
     def _check_stop(self) -> None:
-        if self._stopping:
-            raise Stopped(self._stopping)
+        if self.stopped:
+            raise Stopped(self.stopped.message)
 
-    def stop(self, message: str, requeue: bool = False, reason: str = cond.RESTARTED) -> None:
-        """Abort (server shutdown, deletion, eviction, deadline), in any phase: a job still starting
-        starts no further pod, a running one's supervise loop returns; teardown follows and the job
-        ends with `reason` unless it is requeued."""
-        self._stopping = message
-        self._stop_reason = reason
-        self.requeue = requeue
+    def stop(self, why: Stop) -> None:
+        """Abort (deletion, suspension, eviction, deadline, server shutdown), in any phase: a job still
+        starting starts no further pod, a running one's supervise loop returns; teardown follows, every pod
+        it stops ends with `why.reason`, and `why.then` says what becomes of the TrainJob."""
+        self.stopped = why
         for p in self.procs.values():
             p.kill(signal.SIGTERM)
 
+    def kill(self, pod: str) -> None:
+        """A pod deleted by hand: its container dies as a lost node would, and the job fails with it."""
+        proc = self.procs.get(Proc(pod))
+        if proc:
+            proc.kill()
 
-def _user_env(pod: PodPlan) -> dict[str, str]:
-    """The pod's own env (trainer.env and the runtime's), without what the local cluster adds."""
-    return {e["name"]: str(e["value"]) for e in pod.env if "value" in e}
+
+def _values(env: Iterable[Obj]) -> dict[str, str]:
+    """`name → value` of env entries with a value (trainer.env, a pod's env), not those from a source."""
+    return {e["name"]: str(e["value"]) for e in env if "value" in e}
 
 
 class Stopped(Exception):
@@ -322,7 +392,6 @@ async def _sshd_answers(ip: str, port: int) -> bool:
 
 _EXIT_CODE = re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]\s*Exit code:\s*(\d+)", re.S)
 _SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+) \(([^)]*)\)")
-_NODE = re.compile(r"Local host:\s*(\S+)")
 
 
 def _rank_failure(tail: bytes) -> str:

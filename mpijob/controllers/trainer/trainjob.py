@@ -8,10 +8,10 @@ import base64
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
-from mpijob.api import render
+from mpijob.api import Obj, names, render
 from mpijob.api.errors import ApiError
+from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, DEFAULT_LOCAL_QUEUE, workload_name
 from mpijob.api.plan import RunPlan, generate_ssh_keypair, gpu_count, resolve
 from mpijob.api.quantity import parse_quantity
 from mpijob.api.resources import (
@@ -29,21 +29,14 @@ from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
 from mpijob.controllers.kubelet.addresses import AddressPool, CorePool, DevicePool, crowding
 from mpijob.controllers.kubelet.sandbox import SSH_PORT, YIELD_WHEN_IDLE, JobFiles, job_user
-from mpijob.controllers.kueue.workloads import (
-    DEFAULT_CLUSTER_QUEUE,
-    DEFAULT_LOCAL_QUEUE,
-    QUEUE_LABEL,
-    render_workload,
-    workload_name,
-)
+from mpijob.controllers.kueue.workloads import render_workload
 from mpijob.controllers.trainer import deadline
-from mpijob.controllers.trainer.runner import JobRunner, Outcome
+from mpijob.controllers.trainer.runner import JobRunner, Outcome, Stop, Then
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 
 
 def whole_cpus(resources: dict) -> int:
@@ -56,7 +49,7 @@ def whole_cpus(resources: dict) -> int:
 
 
 def job_pods(store: Store, namespace: str, job: str) -> list[Obj]:
-    pods, _ = store.list(PODS, namespace, parse_labels(f"{cond.JOB_SET_LABEL}={job}"))
+    pods, _ = store.list(PODS, namespace, parse_labels(f"{names.LABEL_JOBSET_NAME}={job}"))
     return pods
 
 
@@ -75,7 +68,7 @@ class TrainJobController:
 
     def files(self, tj: Obj) -> JobFiles:
         meta = tj["metadata"]
-        return JobFiles(self.home.jobs / f"{meta['namespace']}_{meta['name']}_{meta['uid'][:8]}", self.mode)
+        return JobFiles(self.home.job_dir(meta["namespace"], meta["name"], meta["uid"]), self.mode)
 
     # -- reconcile -----------------------------------------------------------------------------
 
@@ -86,7 +79,7 @@ class TrainJobController:
             self._sync_workload(tj, finished=True)
             return
         if tj.get("spec", {}).get("suspend"):
-            if cond.set_condition(tj, cond.SUSPENDED, True, "Suspended", "TrainJob is suspended"):
+            if cond.set_condition(tj, names.SUSPENDED, True, names.REASON_SUSPENDED, "TrainJob is suspended"):
                 tj = self.store.update(TRAINJOBS, tj, status=True)
             try:  # created suspended, it still gets its (inactive) Workload, as under Kueue
                 plan: RunPlan | None = resolve(tj, self._runtime(tj))
@@ -94,10 +87,10 @@ class TrainJobController:
                 plan = None  # its runtime is missing or unusable: it fails when it is resumed
             self._sync_workload(tj, plan, render.owner_reference(tj) if plan else None)
             if uid in self.runners:
-                asyncio.create_task(self.evict(tj, "the TrainJob was suspended"))
+                asyncio.create_task(self.stop(uid, Stop.suspended()))
             return
-        if cond.is_true(tj, cond.SUSPENDED):
-            cond.set_condition(tj, cond.SUSPENDED, False, "Resumed", "TrainJob is resumed")
+        if cond.is_true(tj, names.SUSPENDED):
+            cond.set_condition(tj, names.SUSPENDED, False, names.REASON_RESUMED, "TrainJob is resumed")
             tj = self.store.update(TRAINJOBS, tj, status=True)
         if uid in self.runners:
             self._watch_deadline(tj)
@@ -108,18 +101,16 @@ class TrainJobController:
         try:
             plan = resolve(tj, self._runtime(tj))
         except ApiError as e:
-            self.finish(tj, Outcome(False, "TrainingRuntimeNotSupported", e.message))
+            self.finish(tj, Outcome(False, names.REASON_RUNTIME_NOT_SUPPORTED, e.message))
             return
         owner = render.owner_reference(tj)
         wl = self._sync_workload(tj, plan, owner)
-        if wl is None or not cond.is_true(wl, "Admitted"):
+        if wl is None or not cond.is_true(wl, names.ADMITTED):
             return
-        private_pem, public_line = self._ensure_secret(tj, plan)
-        if self.store.try_get(CONFIGMAPS, plan.namespace, f"{plan.job}-mpi-hostfile") is None:
-            self.store.create(CONFIGMAPS, render.render_hostfile_configmap(plan, owner))
+        private_pem, public_line = self._ensure_secret(plan, owner)
+        self.store.ensure(CONFIGMAPS, render.render_hostfile_configmap(plan, owner))
         for pod in plan.pods:
-            if self.store.try_get(PODS, plan.namespace, pod.name) is None:
-                self.store.create(PODS, render.render_pod(plan, pod, owner))
+            self.store.ensure(PODS, render.render_pod(plan, pod, owner))
         events.record(self.store, tj, "CreatedPods", f"Created {len(plan.pods)} pods for {plan.num_nodes} node(s): "
                       + ", ".join(p.name for p in plan.pods))
         files = self.files(tj)
@@ -164,9 +155,9 @@ class TrainJobController:
             return
         entry = self.runners.get(meta["uid"])
         if entry:  # the runner ends the job with this reason once its pods are stopped
-            entry[0].stop(cond.DEADLINE_MESSAGE, reason=cond.DEADLINE_EXCEEDED)
+            entry[0].stop(Stop.deadline_exceeded())
         else:
-            self.finish(tj, Outcome(False, cond.DEADLINE_EXCEEDED, cond.DEADLINE_MESSAGE))
+            self.finish(tj, Stop.deadline_exceeded().outcome)
 
     def _deadline_check(self, namespace: str, name: str, uid: str) -> None:
         self.deadlines.pop(uid, None)
@@ -182,19 +173,18 @@ class TrainJobController:
         if wl is None:
             if plan is None or owner is None or finished:
                 return None
-            queue = meta.get("labels", {}).get(QUEUE_LABEL)
-            if queue is None and self.store.try_get(LOCAL_QUEUES, meta["namespace"], DEFAULT_LOCAL_QUEUE) is None:
-                self.store.create(LOCAL_QUEUES, {"metadata": {"name": DEFAULT_LOCAL_QUEUE, "namespace": meta["namespace"]},
+            if names.LABEL_QUEUE_NAME not in meta.get("labels", {}):  # its default LocalQueue is made on demand
+                self.store.ensure(LOCAL_QUEUES, {"metadata": {"name": DEFAULT_LOCAL_QUEUE, "namespace": meta["namespace"]},
                                                  "spec": {"clusterQueue": DEFAULT_CLUSTER_QUEUE}})
             wl = self.store.create(WORKLOADS, render_workload(self.store, tj, plan, owner))
             self.kick()
             return wl
         if finished:
-            if not cond.is_true(wl, "Finished"):
-                failed = cond.is_true(tj, cond.FAILED)
+            if not cond.is_true(wl, names.FINISHED):
+                failed = cond.is_true(tj, names.FAILED)
                 reason = "Failed" if failed else "Succeeded"
-                message = (cond.get(tj, cond.FAILED) or cond.get(tj, cond.COMPLETE) or {}).get("message", "")
-                cond.set_condition(wl, "Finished", True, reason, message or f"Job finished: {reason.lower()}")
+                message = (cond.get(tj, names.FAILED) or cond.get(tj, names.COMPLETE) or {}).get("message", "")
+                cond.set_condition(wl, names.FINISHED, True, reason, message or f"Job finished: {reason.lower()}")
                 self.store.update(WORKLOADS, wl, status=True)
                 self.kick()
             return wl
@@ -203,7 +193,7 @@ class TrainJobController:
             wl["spec"]["active"] = active
             if not active:
                 wl.setdefault("status", {}).pop("admission", None)
-                for kind in ("QuotaReserved", "Admitted"):
+                for kind in (names.QUOTA_RESERVED, names.ADMITTED):
                     cond.set_condition(wl, kind, False, "Inactive", "The workload is deactivated (TrainJob suspended)")
                 self.store.update(WORKLOADS, wl, status=True)
                 wl = self.store.get(WORKLOADS, meta["namespace"], wl["metadata"]["name"])
@@ -213,12 +203,14 @@ class TrainJobController:
         return wl
 
     async def evict(self, tj: Obj, message: str) -> None:
-        """Stop a running job as a whole and delete its pods; it runs again once re-admitted."""
-        entry = self.runners.get(tj["metadata"]["uid"])
-        if entry:
-            runner, task = entry
-            runner.stop(message, requeue=True)
-            await asyncio.gather(task, return_exceptions=True)
+        """Kueue evicted the job's Workload: stop the job as a whole and delete its pods; it runs again once
+        re-admitted. Its pods say why in Kueue's words, the reason of the Workload's `Evicted` condition
+        (Preempted, ClusterQueueStopped, ...), which Kueue's job reconciler also reads to stop a job."""
+        meta = tj["metadata"]
+        wl = self.store.try_get(WORKLOADS, meta["namespace"], workload_name(tj))
+        evicted = cond.get(wl, names.EVICTED) if wl else None
+        reason = (evicted.get("reason") if evicted and evicted.get("status") == "True" else None) or names.EVICTED
+        await self.stop(meta["uid"], Stop.evicted(reason, message))
 
     def _runtime(self, tj: Obj) -> Obj:
         ref = tj["spec"]["runtimeRef"]
@@ -226,16 +218,16 @@ class TrainJobController:
             return self.store.get(TRAINING_RUNTIMES, tj["metadata"]["namespace"], ref["name"])
         return self.store.get(CLUSTER_TRAINING_RUNTIMES, "", ref["name"])
 
-    def _ensure_secret(self, tj: Obj, plan: RunPlan) -> tuple[str, str]:
+    def _ensure_secret(self, plan: RunPlan, owner: Obj) -> tuple[str, str]:
         """The job's SSH key pair: made once, kept in the immutable Secret, reused after a restart."""
-        name = f"{plan.job}-mpi-ssh-auth"
-        secret = self.store.try_get(SECRETS, plan.namespace, name)
+        secret = self.store.try_get(SECRETS, plan.namespace, names.ssh_secret_name(plan.job))
         if secret is None:
             private_pem, public_line = generate_ssh_keypair()
-            self.store.create(SECRETS, render.render_secret(plan, private_pem, public_line, render.owner_reference(tj)))
+            self.store.create(SECRETS, render.render_secret(plan, private_pem, public_line, owner))
             return private_pem, public_line
         data = secret["data"]
-        return base64.b64decode(data["ssh-privatekey"]).decode(), base64.b64decode(data["ssh-publickey"]).decode()
+        return (base64.b64decode(data[names.SSH_PRIVATE_KEY]).decode(),
+                base64.b64decode(data[names.SSH_PUBLIC_KEY]).decode())
 
     async def _run(self, tj: Obj, plan: RunPlan, runner: JobRunner) -> None:
         uid = tj["metadata"]["uid"]
@@ -243,14 +235,17 @@ class TrainJobController:
             outcome = await runner.run()
         except Exception as e:  # a bug must still end the job truthfully
             log.exception("job %s/%s crashed", plan.namespace, plan.job)
-            await runner.teardown(Outcome(False, "FailedJobs", f"internal error: {e}"))
-            outcome = Outcome(False, "FailedJobs", f"the local cluster failed to run the job: {e}")
+            await runner.teardown(Outcome(False, names.REASON_FAILED_JOBS, f"internal error: {e}"))
+            outcome = Outcome(False, names.REASON_FAILED_JOBS, f"the local cluster failed to run the job: {e}")
         finally:
             self.addresses.release(list(runner.ips.values()))
             self.devices.release([d for ds in runner.gpus.values() for d in ds])
             self.cores.release([c for cs in runner.cores.values() for c in cs])
             self.runners.pop(uid, None)
-        if runner.requeue:
+        then = runner.stopped.then if runner.stopped else Then.FAIL
+        if then is Then.FORGET:  # deleted: its pods go with it (gc.cascade)
+            return
+        if then is Then.REQUEUE:  # as JobSet deletes a suspended job's pods; new ones come with the next run
             for pod in plan.pods:
                 if self.store.try_get(PODS, plan.namespace, pod.name) is not None:
                     self.store.delete(PODS, plan.namespace, pod.name)
@@ -260,7 +255,7 @@ class TrainJobController:
             self.finish(current, outcome)
 
     def finish(self, tj: Obj, outcome: Outcome) -> None:
-        kind = cond.COMPLETE if outcome.succeeded else cond.FAILED
+        kind = names.COMPLETE if outcome.succeeded else names.FAILED
         cond.set_condition(tj, kind, True, outcome.reason, outcome.message)
         self._mirror(tj)
         tj = self.store.update(TRAINJOBS, tj, status=True)
@@ -272,13 +267,14 @@ class TrainJobController:
     def _mirror(self, tj: Obj) -> None:
         meta = tj["metadata"]
         pods = job_pods(self.store, meta["namespace"], meta["name"])
-        rjobs = sorted({p["metadata"]["labels"].get(cond.RJOB_LABEL, "") for p in pods}, key=lambda r: r != "node")
-        expected = {r: sum(1 for p in pods if p["metadata"]["labels"].get(cond.RJOB_LABEL) == r) for r in rjobs}
+        rjobs = sorted({p["metadata"]["labels"].get(names.LABEL_RJOB_NAME, "") for p in pods},
+                       key=lambda r: r != names.NODE)
+        expected = {r: sum(1 for p in pods if p["metadata"]["labels"].get(names.LABEL_RJOB_NAME) == r) for r in rjobs}
         tj.setdefault("status", {})["jobsStatus"] = cond.jobs_status(pods, rjobs, expected)
 
     def pod_changed(self, pod: Obj) -> None:
         """Keep the owning TrainJob's jobsStatus in step with its pods."""
-        job = pod["metadata"].get("labels", {}).get(cond.JOB_SET_LABEL)
+        job = pod["metadata"].get("labels", {}).get(names.LABEL_JOBSET_NAME)
         tj = self.store.try_get(TRAINJOBS, pod["metadata"]["namespace"], job) if job else None
         if tj is None or cond.finished(tj):
             return
@@ -287,10 +283,11 @@ class TrainJobController:
         if tj["status"]["jobsStatus"] != before:
             self.store.update(TRAINJOBS, tj, status=True)
 
-    async def stop(self, uid: str, message: str) -> None:
-        """Abort a running job (its TrainJob was deleted, or the server is stopping) and wait for it."""
+    async def stop(self, uid: str, why: Stop) -> None:
+        """Stop a running job for `why` (deleted, suspended, evicted, the server stopping) and wait until its
+        run is torn down."""
         entry = self.runners.get(uid)
         if entry:
             runner, task = entry
-            runner.stop(message)
+            runner.stop(why)
             await asyncio.gather(task, return_exceptions=True)

@@ -84,12 +84,6 @@ def document_json(path: str) -> bytes | None:
     return None
 
 
-def group_version(group: str, version: str) -> dict[str, Any] | None:
-    """The v3 document for one group-version, or None when it is not served."""
-    body = group_version_json(group, version)
-    return None if body is None else json.loads(body)  # type: ignore[no-any-return]
-
-
 def group_version_json(group: str, version: str) -> bytes | None:
     """The serialized v3 document of a group-version (what the route answers), or None."""
     return _group_version_json(group, version) if gv_path(group, version) in root()["paths"] else None

@@ -14,7 +14,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mpijob.api import errors, tables
+from mpijob.api import Obj, errors, tables
 from mpijob.api.kueue.conversion import from_storage, to_storage
 from mpijob.api.resources import NAMESPACES, Resource, served_versions, storage
 from mpijob.api.selectors import parse_fields, parse_labels
@@ -33,7 +33,6 @@ from mpijob.server.routes.paths import Target
 from mpijob.server.state import Cluster
 from mpijob.store.objects import now
 
-Obj = dict[str, Any]
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kubeflow-system"})
 
 
@@ -138,7 +137,7 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
     admission.check_type(res, obj)
     admission.check_namespace(res, obj, t.namespace)
     admission.generate_name(obj)
-    name = admission.check_name(res, obj)
+    name = admission.check_name(obj)
     ns = obj["metadata"].get("namespace", "")
     _require_namespace(cluster, res, ns)
     stored, obj = to_storage(res, obj)
@@ -177,7 +176,7 @@ async def update(request: Request, cluster: Cluster, t: Target) -> Response:
     obj = await read_object(request)
     admission.check_type(res, obj)
     admission.check_namespace(res, obj, t.namespace)
-    admission.check_name(res, obj, t.name)
+    admission.check_name(obj, t.name)
     stored, obj = to_storage(res, obj)
     old = cluster.store.get(stored, t.namespace or "", t.name)
     return _write(request, cluster, stored, res, obj, old, t.subresource == "status")
@@ -224,7 +223,7 @@ async def _apply(request: Request, cluster: Cluster, t: Target) -> Response:
     applied = await read_object(request, yaml_ok=True)
     admission.check_type(res, applied)
     admission.check_namespace(res, applied, t.namespace)
-    admission.check_name(res, applied, t.name)
+    admission.check_name(applied, t.name)
     old = cluster.store.try_get(res, ns, t.name)
     if old is None:
         if t.subresource == "status":

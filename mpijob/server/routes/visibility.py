@@ -11,26 +11,22 @@ from its in-memory queues rather than from stored objects. Paths, field names, p
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mpijob.api import errors
+from mpijob.api import Obj, errors, names
 from mpijob.api.resources import lookup
 from mpijob.controllers.kueue.scheduler.snapshot import Snapshot, Workload
 from mpijob.server.http import json_response, parse_int
 from mpijob.store.objects import Store
 
-Obj = dict[str, Any]
 Positions = Mapping[str, tuple[int, int]]  # "<ns>/<name>" → (position in ClusterQueue, in LocalQueue)
 
-GROUP = "visibility.kueue.x-k8s.io"
-VERSION = "v1beta2"
+GROUP = names.KUEUE_VISIBILITY_GROUP
+VERSION = names.KUEUE_VERSION
 API_VERSION = f"{GROUP}/{VERSION}"
-KUEUE = "kueue.x-k8s.io"
-KUEUE_VERSION = "v1beta2"
 DEFAULT_LIMIT = 1000  # Kueue's DefaultPendingWorkloadsLimit
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
@@ -117,7 +113,7 @@ def compute_positions(store: Store) -> tuple[Snapshot, Positions]:
 
 
 def _stored(store: Store, plural: str, namespace: str, name: str) -> Obj | None:
-    res = lookup(KUEUE, KUEUE_VERSION, plural)
+    res = lookup(names.KUEUE_GROUP, names.KUEUE_VERSION, plural)
     return None if res is None else store.try_get(res, namespace, name)
 
 
@@ -141,7 +137,7 @@ def cluster_queue_summary(
     compute: Callable[[Store], tuple[Snapshot, Positions]] | None = None,
 ) -> Obj:
     compute = compute or compute_positions
-    if lookup(KUEUE, KUEUE_VERSION, "clusterqueues") is not None and _stored(store, "clusterqueues", "", name) is None:
+    if lookup(names.KUEUE_GROUP, names.KUEUE_VERSION, "clusterqueues") is not None and _stored(store, "clusterqueues", "", name) is None:
         raise errors.not_found("clusterqueue", name, GROUP)
     snap, positions = compute(store)
     if name not in snap.cluster_queues:
@@ -154,7 +150,7 @@ def local_queue_summary(
     compute: Callable[[Store], tuple[Snapshot, Positions]] | None = None,
 ) -> Obj:
     compute = compute or compute_positions
-    served = lookup(KUEUE, KUEUE_VERSION, "localqueues") is not None
+    served = lookup(names.KUEUE_GROUP, names.KUEUE_VERSION, "localqueues") is not None
     if served and _stored(store, "localqueues", namespace, name) is None:
         raise errors.not_found("localqueue", name, GROUP)
     snap, positions = compute(store)

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from mpijob.api import resources as r
+from mpijob.api.names import ANNOTATION_WAITING as WAITING_ANNOTATION
 from mpijob.controllers.kueue.queueing import Queueing
-from mpijob.controllers.kueue.workloads import WAITING_ANNOTATION
 from mpijob.store.objects import Store
 
 Obj = dict[str, Any]

@@ -80,22 +80,6 @@ def test_two_preemptors_do_not_share_victims():
     assert "default/high2" in pending(out)
 
 
-def test_already_evicted_victims_are_not_evicted_twice():
-    from dataclasses import dataclass
-
-    from mpijob.controllers.kueue.scheduler.snapshot import Workload
-
-    @dataclass(frozen=True)
-    class Evicting(Workload):
-        evicted: bool = True
-
-    low = job("low", gpus=8, prio=0, admitted=FLAVOR)
-    evicting = Evicting(**{f: getattr(low, f) for f in low.__dataclass_fields__})
-    out = schedule(snap([q()], [evicting, job("high", gpus=4, prio=10, t=5)]))
-    assert preempted(out) == []
-    assert pending(out)["default/high"].message.endswith("Pending the preemption of 1 workload(s)")
-
-
 def test_preemption_needs_the_request_within_nominal():
     # A 10-GPU request in an 8-GPU queue without a cohort never fits, whatever is preempted.
     out = schedule(snap([q()], [job("low", gpus=2, admitted=FLAVOR), job("huge", gpus=10, prio=10)]))

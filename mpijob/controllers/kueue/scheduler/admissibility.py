@@ -16,8 +16,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mpijob.api.kueue.snapshot import ClusterQueue, Snapshot, StopPolicy, Workload
+from mpijob.api.names import (
+    LABEL_QUEUE_NAME,
+    REASON_ADMISSION_CHECK_NOT_FOUND,
+    REASON_CLUSTER_QUEUE_INACTIVE,
+    REASON_CLUSTER_QUEUE_MISSING,
+    REASON_FLAVOR_NOT_FOUND,
+    REASON_INADMISSIBLE,
+    REASON_MISCONFIGURED,
+    REASON_READY,
+    REASON_STOPPED,
+    REASON_TOPOLOGY_NOT_FOUND,
+    SUSPENDED,
+)
 from mpijob.controllers.kueue.scheduler import messages as msg
-from mpijob.controllers.kueue.scheduler.snapshot import ClusterQueue, Snapshot, Workload
 
 
 @dataclass(frozen=True)
@@ -55,24 +68,24 @@ def inactive(snap: Snapshot, cq: ClusterQueue) -> Inactive | None:
     """None when `cq` can admit; else every cause in Kueue's order (stopped, missing flavors in spec
     order, missing admission checks sorted, TAS flavors without their Topology), reason of the first."""
     causes: list[tuple[str, str, str]] = []  # (reason, Kueue's words, plain words with the fix)
-    stopped = cq.stop_policy not in ("", "None")
+    stopped = cq.stop_policy is not StopPolicy.NONE
     if stopped:
-        causes.append((msg.CQ_STOPPED, msg.STOPPED, ""))
+        causes.append((REASON_STOPPED, msg.STOPPED, ""))
     flavors = [f.name for g in cq.groups for f in g.flavors]
     missing = [f for f in flavors if f not in snap.flavors]
     if missing:
-        causes.append((msg.CQ_FLAVOR_NOT_FOUND, msg.missing_flavors(missing),
+        causes.append((REASON_FLAVOR_NOT_FOUND, msg.missing_flavors(missing),
                        f"ResourceFlavor {', '.join(missing)} not found; create it or remove it from the ClusterQueue"))
     checks = sorted(set(cq.admission_checks) - snap.admission_checks)
     if checks:
-        causes.append((msg.CQ_ADMISSION_CHECK_NOT_FOUND, msg.missing_admission_checks(checks),
+        causes.append((REASON_ADMISSION_CHECK_NOT_FOUND, msg.missing_admission_checks(checks),
                        f"AdmissionCheck {', '.join(checks)} not found (this cluster runs no admission check "
                        f"controllers, so the check could never pass); remove it from the ClusterQueue's "
                        f"admission checks"))
     for flavor in sorted(f for f in flavors if f in snap.flavors and f in snap.flavor_topologies):
         topology = snap.flavor_topologies[flavor]
         if topology not in snap.topologies:
-            causes.append((msg.CQ_TOPOLOGY_NOT_FOUND, msg.missing_topology(topology, flavor),
+            causes.append((REASON_TOPOLOGY_NOT_FOUND, msg.missing_topology(topology, flavor),
                            f"ResourceFlavor {flavor} names Topology {topology}, which does not exist (this cluster "
                            f"does no topology-aware scheduling); list a flavor without spec.topologyName in the "
                            f"ClusterQueue instead"))
@@ -84,39 +97,64 @@ def inactive(snap: Snapshot, cq: ClusterQueue) -> Inactive | None:
     return Inactive(causes[0][0], msg.cannot_admit([k for _, k, _ in causes]), human, stopped)
 
 
-def local_queue_active(snap: Snapshot, cluster_queue: str, stop_policy: str = "None") -> tuple[bool, str, str]:
+def local_queue_active(snap: Snapshot, cluster_queue: str,
+                       stop_policy: StopPolicy = StopPolicy.NONE) -> tuple[bool, str, str]:
     """A LocalQueue's `Active` condition (status, reason, message): Kueue's LocalQueue controller says
     a stopped LocalQueue is stopped, else mirrors the state of the ClusterQueue it points at."""
-    if stop_policy not in ("", "None"):
-        return False, msg.CQ_STOPPED, msg.LQ_IS_STOPPED
+    if stop_policy != StopPolicy.NONE:
+        return False, REASON_STOPPED, msg.LQ_IS_STOPPED
     cq = snap.cluster_queues.get(cluster_queue)
     if cq is None:
-        return False, msg.LQ_CQ_MISSING, msg.CANNOT_SUBMIT
+        return False, REASON_CLUSTER_QUEUE_MISSING, msg.CANNOT_SUBMIT
     if inactive(snap, cq) is not None:
-        return False, msg.LQ_CQ_INACTIVE, msg.CANNOT_SUBMIT
-    return True, msg.READY, msg.CAN_SUBMIT
+        return False, REASON_CLUSTER_QUEUE_INACTIVE, msg.CANNOT_SUBMIT
+    return True, REASON_READY, msg.CAN_SUBMIT
+
+
+class Blockers:
+    """`blocker` for the many workloads of one snapshot: each ClusterQueue's state and each
+    (ClusterQueue, namespace) selection is worked out once, not once per workload."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        self._inactive: dict[str, Inactive | None] = {}
+        self._selects: dict[tuple[str, str], bool] = {}
+
+    def inactive(self, cq: ClusterQueue) -> Inactive | None:
+        if cq.name not in self._inactive:
+            self._inactive[cq.name] = inactive(self.snap, cq)
+        return self._inactive[cq.name]
+
+    def __call__(self, wl: Workload) -> tuple[str, str, str] | None:
+        """(Kueue reason, Kueue message, human message) when `wl` cannot be considered for quota now."""
+        snap = self.snap
+        if not wl.cluster_queue:
+            human = (f"LocalQueue {wl.local_queue} not found in namespace {wl.namespace}; create it or set the "
+                     f"{LABEL_QUEUE_NAME} label to an existing LocalQueue")
+            return (REASON_MISCONFIGURED, msg.local_queue_missing(wl.local_queue), human)
+        if stop := snap.local_queue_stops.get((wl.namespace, wl.local_queue)):
+            return (REASON_INADMISSIBLE, msg.local_queue_stopped(wl.local_queue),
+                    f"LocalQueue {wl.local_queue} is stopped (stopPolicy {stop}); set its spec.stopPolicy to None "
+                    f"to admit its workloads again")
+        cq = snap.cluster_queues.get(wl.cluster_queue)
+        if cq is None:
+            return (REASON_MISCONFIGURED, msg.cluster_queue_missing(wl.cluster_queue),
+                    f"ClusterQueue {wl.cluster_queue} (of LocalQueue {wl.namespace}/{wl.local_queue}) not found")
+        state = self.inactive(cq)
+        if state is not None:
+            message = msg.cluster_queue_stopped(cq.name) if state.stopped else msg.cluster_queue_inactive(cq.name)
+            return (SUSPENDED, message, state.human)
+        selected = self._selects.get((cq.name, wl.namespace))
+        if selected is None:
+            selected = selects(cq.namespace_selector, snap.namespace_labels.get(wl.namespace, {}))
+            self._selects[(cq.name, wl.namespace)] = selected
+        if not selected:
+            human = (f"ClusterQueue {cq.name} does not admit workloads from namespace {wl.namespace} "
+                     f"(its namespaceSelector does not match)")
+            return (REASON_MISCONFIGURED, msg.NAMESPACE_MISMATCH, human)
+        return None
 
 
 def blocker(snap: Snapshot, wl: Workload) -> tuple[str, str, str] | None:
     """(Kueue reason, Kueue message, human message) when `wl` cannot be considered for quota now."""
-    if not wl.cluster_queue:
-        human = (f"LocalQueue {wl.local_queue} not found in namespace {wl.namespace}; create it or set the "
-                 f"kueue.x-k8s.io/queue-name label to an existing LocalQueue")
-        return (msg.MISCONFIGURED, msg.local_queue_missing(wl.local_queue), human)
-    if stop := snap.local_queue_stops.get((wl.namespace, wl.local_queue)):
-        return (msg.INADMISSIBLE, msg.local_queue_stopped(wl.local_queue),
-                f"LocalQueue {wl.local_queue} is stopped (stopPolicy {stop}); set its spec.stopPolicy to None to "
-                f"admit its workloads again")
-    cq = snap.cluster_queues.get(wl.cluster_queue)
-    if cq is None:
-        return (msg.MISCONFIGURED, msg.cluster_queue_missing(wl.cluster_queue),
-                f"ClusterQueue {wl.cluster_queue} (of LocalQueue {wl.namespace}/{wl.local_queue}) not found")
-    state = inactive(snap, cq)
-    if state is not None:
-        message = msg.cluster_queue_stopped(cq.name) if state.stopped else msg.cluster_queue_inactive(cq.name)
-        return (msg.SUSPENDED, message, state.human)
-    if not selects(cq.namespace_selector, snap.namespace_labels.get(wl.namespace, {})):
-        human = (f"ClusterQueue {cq.name} does not admit workloads from namespace {wl.namespace} "
-                 f"(its namespaceSelector does not match)")
-        return (msg.MISCONFIGURED, msg.NAMESPACE_MISMATCH, human)
-    return None
+    return Blockers(snap)(wl)

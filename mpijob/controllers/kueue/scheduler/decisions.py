@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpijob.controllers.kueue.scheduler.messages import PENDING
-from mpijob.controllers.kueue.scheduler.snapshot import Assignment
+from mpijob.api.kueue.snapshot import Assignment
+from mpijob.api.names import REASON_PENDING
 
 
 @dataclass(frozen=True)
 class Admit:
-    """Reserve quota: set `status.admission` and the QuotaReserved/Admitted conditions."""
+    """Reserve quota: set `status.admission` (`assignment.to_api`) and the QuotaReserved/Admitted conditions."""
 
     workload: str  # "<namespace>/<name>"
     cluster_queue: str
@@ -44,7 +44,7 @@ class Pending:
     message: str
     human: str
     never_fits: bool = False  # more than the ClusterQueue could ever give (nominal + borrowable)
-    reason: str = PENDING  # QuotaReserved=False reason as Kueue sets it
+    reason: str = REASON_PENDING  # QuotaReserved=False reason as Kueue sets it
 
 
 Decision = Admit | Preempt | Pending

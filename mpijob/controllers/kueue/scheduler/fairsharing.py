@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from mpijob.api.kueue.snapshot import Snapshot
 from mpijob.controllers.kueue.scheduler.quota import FR, Ledger, Usage
-from mpijob.controllers.kueue.scheduler.snapshot import Snapshot
 
 
 @dataclass(frozen=True)

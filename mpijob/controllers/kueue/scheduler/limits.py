@@ -4,23 +4,25 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from mpijob.api.kueue.snapshot import Snapshot, Workload
 from mpijob.controllers.kueue.scheduler import messages as msg
-from mpijob.controllers.kueue.scheduler.flavors import NO_FIT, Assigner
+from mpijob.controllers.kueue.scheduler.flavors import Assigner, Mode
 from mpijob.controllers.kueue.scheduler.quota import Ledger
-from mpijob.controllers.kueue.scheduler.snapshot import Snapshot, Workload
 
 
-def never_fits(snap: Snapshot, wl: Workload) -> str | None:
+def never_fits(snap: Snapshot, wl: Workload, empty: Ledger | None = None) -> str | None:
     """A human refusal when `wl` could not be admitted by its ClusterQueue even if the queue and its
     cohort were empty (a request over nominal plus the most it may borrow, or a resource no flavor
-    covers); None otherwise, and None when the queue is unknown (it may be created later)."""
+    covers); None otherwise, and None when the queue is unknown (it may be created later). `empty`
+    is the ledger of `snap` without workloads, for a caller asking about many workloads."""
     cq = snap.cluster_queues.get(wl.cluster_queue)
     if cq is None:
         return None
     referenced = frozenset(f.name for g in cq.groups for f in g.flavors)
-    empty = Ledger(replace(snap, workloads=()))
+    if empty is None:
+        empty = Ledger(replace(snap, workloads=()))
     result = Assigner(empty, cq, referenced, None, False).assign(wl)
-    if result.mode != NO_FIT:
+    if result.mode != Mode.NO_FIT:
         return None
     short = result.shortfall
     if short is None:

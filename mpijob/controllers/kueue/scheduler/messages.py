@@ -1,43 +1,18 @@
 """Kueue's wording, word for word, and the human one-liners built from the same facts.
 
-Quantities print as Kubernetes prints them (`resource.Quantity.String()` after Kueue's formatter):
-cpu in millicores ("500m", "2"), memory in binary units when exact ("64Gi", else "1500M"), others as
-decimal SI ("32", "2k").
+Quantities print as Kubernetes prints them (`mpijob.api.quantity.format_quantity`). The condition
+types and reasons these messages go with are words of the vocabulary (`mpijob.api.names`).
 """
 
 from __future__ import annotations
 
-_SI = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
-_BIN = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
-UNLIMITED = 2**63 - 1
-
-
-def _decimal_si(num: int, exp10: int) -> str:
-    if num == 0:
-        return "0"
-    sign, num = ("-", -num) if num < 0 else ("", num)
-    while num % 10 == 0:
-        num //= 10
-        exp10 += 1
-    exp3 = min(max((exp10 // 3) * 3, -9), 18)
-    return f"{sign}{num * 10 ** (exp10 - exp3)}{_SI[exp3]}"
-
-
-def quantity(resource: str, amount: int) -> str:
-    """`amount` in base units (millicores for cpu, bytes for memory) as Kubernetes prints it."""
-    if amount >= UNLIMITED:
-        return "Unlimited"
-    if resource == "cpu":
-        return _decimal_si(amount, -3)
-    binary = resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")
-    if binary and amount and amount % 1024 == 0:
-        n, i = amount, 0
-        while n % 1024 == 0 and i < len(_BIN) - 1:
-            n //= 1024
-            i += 1
-        return f"{n}{_BIN[i]}"
-    return _decimal_si(amount, 0)
-
+from mpijob.api.names import (
+    REASON_IN_CLUSTER_QUEUE,
+    REASON_IN_COHORT_FAIR_SHARING,
+    REASON_IN_COHORT_RECLAIM_WHILE_BORROWING,
+    REASON_IN_COHORT_RECLAMATION,
+)
+from mpijob.api.quantity import format_quantity as quantity
 
 # -- Kueue's condition messages ------------------------------------------------------------------
 
@@ -70,10 +45,10 @@ def pending_preemption(message: str, count: int) -> str:
 
 
 HUMAN_PREEMPTION_REASONS = {
-    "InClusterQueue": "prioritization in the ClusterQueue",
-    "InCohortReclamation": "reclamation within the cohort",
-    "InCohortFairSharing": "Fair Sharing within the cohort",
-    "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
+    REASON_IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+    REASON_IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    REASON_IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
+    REASON_IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
 }
 
 
@@ -87,29 +62,7 @@ def cq_path(cq: str, cohort: str | None) -> str:
     return f"/{cohort}/{cq}" if cohort else f"/{cq}"
 
 
-# -- Kueue's condition reasons, each word defined here once ---------------------------------------
-
-# Workload QuotaReserved=False (apis/kueue/v1beta2/workload_types.go)
-PENDING = "Pending"
-WAITING_FOR_QUOTA = "WaitingForQuota"
-EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
-NO_MATCHING_FLAVOR = "NoMatchingFlavor"
-WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
-MISCONFIGURED = "Misconfigured"
-SUSPENDED = "Suspended"
-INADMISSIBLE = "Inadmissible"  # its LocalQueue is stopped
-EVICTED_BY_CQ_STOPPED = "ClusterQueueStopped"  # Evicted reason (HoldAndDrain)
-EVICTED_BY_LQ_STOPPED = "LocalQueueStopped"  # Evicted reason (a LocalQueue's HoldAndDrain)
-
-# ClusterQueue and LocalQueue condition `Active` (clusterqueue_types.go; pkg/controller/core/localqueue_controller.go)
-ACTIVE = "Active"
-READY = "Ready"
-CQ_STOPPED = "Stopped"  # a stopped LocalQueue's Active=False reason too
-CQ_FLAVOR_NOT_FOUND = "FlavorNotFound"
-CQ_ADMISSION_CHECK_NOT_FOUND = "AdmissionCheckNotFound"
-CQ_TOPOLOGY_NOT_FOUND = "TopologyNotFound"
-LQ_CQ_INACTIVE = "ClusterQueueIsInactive"
-LQ_CQ_MISSING = "ClusterQueueDoesNotExist"
+# -- the messages of the queues' `Active` condition -------------------------------------------
 
 CAN_ADMIT = "Can admit new workloads"
 CAN_SUBMIT = "Can submit new workloads to localQueue"
@@ -146,8 +99,9 @@ def missing_topology(topology: str, flavor: str) -> str:
 CLUSTER_QUEUE_STOPPED = "The ClusterQueue is stopped"  # Evicted message, reason ClusterQueueStopped
 LOCAL_QUEUE_STOPPED = "The LocalQueue is stopped"  # Evicted message, reason LocalQueueStopped
 NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
-OVERLAPPING_TARGETS = "Workload has overlapping preemption targets with another workload"
-NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+# a workload that fits once this cycle's victims are gone (Kueue's overlapping-targets case)
+DEFERRED = ("Workload has overlapping preemption targets with another workload, but will fit after these "
+            "preemptions complete")
 
 
 def local_queue_missing(lq: str) -> str:

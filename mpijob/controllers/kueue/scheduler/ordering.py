@@ -6,13 +6,7 @@ import math
 from datetime import datetime
 from functools import lru_cache
 
-from mpijob.controllers.kueue.scheduler.snapshot import Snapshot, Workload
-
-
-def evicted(wl: Workload) -> bool:
-    """Already being evicted (Evicted=True) but still holding quota. Read leniently so the snapshot can
-    grow the field without breaking older ones."""
-    return bool(getattr(wl, "evicted", False))
+from mpijob.api.kueue.snapshot import Snapshot, Workload
 
 
 def queue_key(wl: Workload) -> tuple:
@@ -21,10 +15,10 @@ def queue_key(wl: Workload) -> tuple:
 
 
 def candidate_key(wl: Workload, preemptor_cq: str) -> tuple:
-    """Kueue's CandidatesOrdering: already-evicted first, other queues before the preemptor's own,
-    lower priority first, most recently admitted first, then UID."""
-    return (not evicted(wl), wl.cluster_queue == preemptor_cq, wl.priority,
-            _newest_first(wl.admitted_at), wl.uid, wl.key)
+    """Kueue's CandidatesOrdering: other queues before the preemptor's own, lower priority first, most
+    recently admitted first, then UID. (Kueue also puts workloads already being evicted first: here an
+    evicted workload gives its quota back in the same write, so no candidate is ever one.)"""
+    return (wl.cluster_queue == preemptor_cq, wl.priority, _newest_first(wl.admitted_at), wl.uid, wl.key)
 
 
 @lru_cache(maxsize=4096)

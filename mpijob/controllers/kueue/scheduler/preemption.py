@@ -11,15 +11,32 @@ stays at or below the target's (then Kueue's second rule: below the target's sha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 
+from mpijob.api.kueue.snapshot import ClusterQueue, PreemptionPolicy, Workload
+from mpijob.api.names import (
+    REASON_IN_CLUSTER_QUEUE,
+    REASON_IN_COHORT_FAIR_SHARING,
+    REASON_IN_COHORT_RECLAIM_WHILE_BORROWING,
+    REASON_IN_COHORT_RECLAMATION,
+)
 from mpijob.controllers.kueue.scheduler import fairsharing as fs
-from mpijob.controllers.kueue.scheduler.ordering import candidate_key, evicted
+from mpijob.controllers.kueue.scheduler.ordering import candidate_key
 from mpijob.controllers.kueue.scheduler.quota import FR, Ledger, Usage, usage_of
-from mpijob.controllers.kueue.scheduler.snapshot import ClusterQueue, Workload
 
-WITHIN_CQ, HIERARCHICAL, WITHOUT_BORROWING, WHILE_BORROWING = range(4)
-_REASONS = {WITHIN_CQ: "InClusterQueue", HIERARCHICAL: "InCohortReclamation",
-            WITHOUT_BORROWING: "InCohortReclamation", WHILE_BORROWING: "InCohortReclaimWhileBorrowing"}
+
+class Variant(IntEnum):
+    """Why a candidate may be preempted (Kueue's `preemptionVariant`), which decides its reason."""
+
+    WITHIN_CQ = 0  # same ClusterQueue, allowed by withinClusterQueue
+    HIERARCHICAL = 1  # another queue of the cohort, while the preemptor stays within its nominal quota
+    WITHOUT_BORROWING = 2  # another queue, reclaimed; the preemptor may not borrow to fit
+    WHILE_BORROWING = 3  # another queue, of lower priority, reclaimed while the preemptor borrows
+
+
+_REASONS = {Variant.WITHIN_CQ: REASON_IN_CLUSTER_QUEUE, Variant.HIERARCHICAL: REASON_IN_COHORT_RECLAMATION,
+            Variant.WITHOUT_BORROWING: REASON_IN_COHORT_RECLAMATION,
+            Variant.WHILE_BORROWING: REASON_IN_COHORT_RECLAIM_WHILE_BORROWING}
 
 
 @dataclass(frozen=True)
@@ -28,13 +45,13 @@ class Target:
     reason: str
 
 
-def satisfies(policy: str, preemptor: Workload, candidate: Workload) -> bool:
+def satisfies(policy: PreemptionPolicy, preemptor: Workload, candidate: Workload) -> bool:
     lower = preemptor.priority > candidate.priority
-    if policy == "LowerPriority":
+    if policy == PreemptionPolicy.LOWER_PRIORITY:
         return lower
-    if policy == "LowerOrNewerEqualPriority":
+    if policy == PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY:
         return lower or (preemptor.priority == candidate.priority and preemptor.created < candidate.created)
-    return policy == "Any"
+    return policy == PreemptionPolicy.ANY
 
 
 def uses(wl: Workload, frs: set[FR]) -> bool:
@@ -53,72 +70,68 @@ class Preemptor:
         self.ledger, self.fair_sharing = ledger, fair_sharing
         self._admitted = admitted
         self.exclude = exclude if exclude is not None else set()  # already chosen as victims this cycle
+        self._candidates: dict[tuple, tuple[list[tuple[Workload, Variant]], bool, bool]] = {}
+
+    def forget(self) -> None:
+        """The ledger or the victims changed: candidate lists remembered so far no longer hold."""
+        self._candidates.clear()
 
     def evictable(self, cq: str) -> list[Workload]:
         return [w for w in self._admitted.get(cq, []) if w.key not in self.exclude]
 
-    def targets(self, wl: Workload, cq: ClusterQueue, usage: Usage, need: set[FR]) -> list[Target]:
+    def targets(self, wl: Workload, cq: ClusterQueue, usage: Usage, need: set[FR], alike: tuple | None = None
+                ) -> list[Target]:
+        """The workloads to evict so `usage` fits in `cq`, or [] when that is not possible. `alike`
+        names what of `wl` the candidates depend on (its priority, and for LowerOrNewerEqualPriority
+        which equal ones are newer): preemptors alike share candidate lists until `forget()`."""
         if not need:
             return []
         if self.fair_sharing:
             return self._fair(wl, cq, usage, need)
-        return self._classical(wl, cq, usage, need)
+        return self._classical(wl, cq, usage, need, alike)
 
     # -- classical -------------------------------------------------------------------------------
 
-    def _variant(self, wl: Workload, cq: ClusterQueue, cand: Workload, need: set[FR], advantage: bool) -> int | None:
+    def _variant(self, wl: Workload, cq: ClusterQueue, cand: Workload, need: set[FR], advantage: bool
+                 ) -> Variant | None:
         if not uses(cand, need):
             return None
         same = cand.cluster_queue == cq.name
         if not satisfies(cq.within_cluster_queue if same else cq.reclaim_within_cohort, wl, cand):
             return None
         if same:
-            return WITHIN_CQ
+            return Variant.WITHIN_CQ
         if advantage:
-            return HIERARCHICAL
-        if cq.borrow_within_cohort == "Never":
-            return WITHOUT_BORROWING
+            return Variant.HIERARCHICAL
+        if cq.borrow_within_cohort == PreemptionPolicy.NEVER:
+            return Variant.WITHOUT_BORROWING
         threshold = cq.borrow_max_priority
         if cand.priority >= wl.priority or (threshold is not None and cand.priority > threshold):
-            return WITHOUT_BORROWING
-        return WHILE_BORROWING
+            return Variant.WITHOUT_BORROWING
+        return Variant.WHILE_BORROWING
 
-    def _classical(self, wl: Workload, cq: ClusterQueue, usage: Usage, need: set[FR]) -> list[Target]:
+    def _classical(self, wl: Workload, cq: ClusterQueue, usage: Usage, need: set[FR], alike: tuple | None
+                   ) -> list[Target]:
         led = self.ledger
-        same: list[tuple[Workload, int]] = []
-        if cq.within_cluster_queue != "Never":
-            for cand in self.evictable(cq.name):
-                v = self._variant(wl, cq, cand, need, False)
-                if v is not None:
-                    same.append((cand, v))
-        hier: list[tuple[Workload, int]] = []
-        prio: list[tuple[Workload, int]] = []
-        if cq.cohort and cq.reclaim_within_cohort != "Never":
-            advantage = all(led.used(cq.name, fr) + v <= led.nominal[cq.name].get(fr, 0) for fr, v in usage.items())
-            bucket = hier if advantage else prio
-            for other in led.members[cq.cohort]:
-                if other == cq.name or led.within_nominal(other, need):
-                    continue
-                for cand in self.evictable(other):
-                    v = self._variant(wl, cq, cand, need, advantage)
-                    if v is not None:
-                        bucket.append((cand, v))
-        key = lambda c: candidate_key(c[0], cq.name)
-        for lst in (same, hier, prio):
-            lst.sort(key=key)
-        ordered = ([c for c in hier if evicted(c[0])] + [c for c in prio if evicted(c[0])]
-                   + [c for c in same if evicted(c[0])] + [c for c in hier if not evicted(c[0])]
-                   + [c for c in prio if not evicted(c[0])] + [c for c in same if not evicted(c[0])])
-        forbidden = cq.borrow_within_cohort == "Never"
+        advantage = bool(cq.cohort) and all(led.used(cq.name, fr) + v <= led.nominal[cq.name].get(fr, 0)
+                                            for fr, v in usage.items())
+        key = None if alike is None else (alike, cq.name, tuple(sorted(need)), advantage)
+        found = self._candidates.get(key) if key is not None else None
+        if found is None:
+            found = self._ordered(wl, cq, need, advantage)
+            if key is not None:
+                self._candidates[key] = found
+        ordered, has_hier, has_prio = found
+        forbidden = cq.borrow_within_cohort == PreemptionPolicy.NEVER
         under_nominal = all(led.nominal[cq.name].get(fr, 0) > led.used(cq.name, fr) for fr in need)
-        if (not hier and not prio) or (forbidden and not under_nominal):
+        if (not has_hier and not has_prio) or (forbidden and not under_nominal):
             attempts = [True]
-        elif forbidden and not hier:
+        elif forbidden and not has_hier:
             attempts = [False, True]
         else:
             attempts = [True, False]
         for allow_borrowing in attempts:
-            chosen: list[tuple[Workload, int]] = []
+            chosen: list[tuple[Workload, Variant]] = []
             for cand, variant in ordered:
                 if not self._valid(cq, cand, variant, need, allow_borrowing):
                     continue
@@ -131,10 +144,37 @@ class Preemptor:
             self._restore([c for c, _ in chosen])
         return []
 
-    def _valid(self, cq: ClusterQueue, cand: Workload, variant: int, need: set[FR], allow_borrowing: bool) -> bool:
+    def _ordered(self, wl: Workload, cq: ClusterQueue, need: set[FR], advantage: bool
+                 ) -> tuple[list[tuple[Workload, Variant]], bool, bool]:
+        """Kueue's candidates in the order it tries them: other queues' (reclaiming within nominal
+        quota first), then the preemptor's own; and whether there are any of each cohort kind."""
+        led = self.ledger
+        same: list[tuple[Workload, Variant]] = []
+        if cq.within_cluster_queue != PreemptionPolicy.NEVER:
+            for cand in self.evictable(cq.name):
+                v = self._variant(wl, cq, cand, need, False)
+                if v is not None:
+                    same.append((cand, v))
+        hier: list[tuple[Workload, Variant]] = []
+        prio: list[tuple[Workload, Variant]] = []
+        if cq.cohort and cq.reclaim_within_cohort != PreemptionPolicy.NEVER:
+            bucket = hier if advantage else prio
+            for other in led.members[cq.cohort]:
+                if other == cq.name or led.within_nominal(other, need):
+                    continue
+                for cand in self.evictable(other):
+                    v = self._variant(wl, cq, cand, need, advantage)
+                    if v is not None:
+                        bucket.append((cand, v))
+        for lst in (same, hier, prio):
+            lst.sort(key=lambda c: candidate_key(c[0], cq.name))
+        return hier + prio + same, bool(hier), bool(prio)
+
+    def _valid(self, cq: ClusterQueue, cand: Workload, variant: Variant, need: set[FR], allow_borrowing: bool
+               ) -> bool:
         if cand.cluster_queue == cq.name:
             return True
-        if allow_borrowing and variant == WITHOUT_BORROWING:
+        if allow_borrowing and variant == Variant.WITHOUT_BORROWING:
             return False
         return not self.ledger.within_nominal(cand.cluster_queue, need)
 
@@ -160,10 +200,10 @@ class Preemptor:
     def _fair(self, wl: Workload, cq: ClusterQueue, usage: Usage, need: set[FR]) -> list[Target]:
         led = self.ledger
         cands: list[Workload] = []
-        if cq.within_cluster_queue != "Never":
+        if cq.within_cluster_queue != PreemptionPolicy.NEVER:
             cands += [c for c in self.evictable(cq.name)
                       if satisfies(cq.within_cluster_queue, wl, c) and uses(c, need)]
-        if cq.cohort and cq.reclaim_within_cohort != "Never":
+        if cq.cohort and cq.reclaim_within_cohort != PreemptionPolicy.NEVER:
             for other in led.members[cq.cohort]:
                 if other == cq.name or not any(led.borrowing(other, fr) for fr in need):
                     continue
@@ -225,7 +265,7 @@ class Preemptor:
             if target == cq.name or within_nominal:
                 cand = queue.pop(0)
                 led.remove(target, usage_of(cand))
-                chosen.append(Target(cand, "InClusterQueue" if target == cq.name else "InCohortReclamation"))
+                chosen.append(Target(cand, REASON_IN_CLUSTER_QUEUE if target == cq.name else REASON_IN_COHORT_RECLAMATION))
                 if self._fits_fair(cq, usage):
                     return True, chosen, []
                 continue
@@ -239,7 +279,7 @@ class Preemptor:
                 led.remove(target, usage_of(cand))
                 target_new = fs.share(led, target)
                 if fs.compare(preemptor_share, target_new) <= 0:  # LessThanOrEqualToFinalShare
-                    chosen.append(Target(cand, "InCohortFairSharing"))
+                    chosen.append(Target(cand, REASON_IN_COHORT_FAIR_SHARING))
                     if self._fits_fair(cq, usage):
                         return True, chosen, []
                     break
@@ -259,7 +299,7 @@ class Preemptor:
             cand = per_queue[target].pop(0)
             if fs.compare(fs.share(led, cq.name), fs.share(led, target)) < 0:  # LessThanInitialShare
                 led.remove(target, usage_of(cand))
-                chosen.append(Target(cand, "InCohortFairSharing"))
+                chosen.append(Target(cand, REASON_IN_COHORT_FAIR_SHARING))
                 if self._fits_fair(cq, usage):
                     return True, chosen
             pruned.add(target)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from mpijob.controllers.kueue.scheduler.snapshot import Snapshot, Workload
+from mpijob.api.kueue.snapshot import Snapshot, Workload
 
 FR = tuple[str, str]  # (flavor, resource)
 Usage = dict[FR, int]
