@@ -115,7 +115,7 @@ RESERVED_ENV: frozenset[str] = frozenset(
 )
 
 # Kubernetes' random-suffix alphabet (no vowels, no look-alikes), so our suffixes look like the real ones.
-_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 RFC1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -126,7 +126,7 @@ C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def pod_suffix(uid: str, rjob: str, pod_index: int = 0) -> str:
     """Five suffix characters derived from the TrainJob uid, so a restarted controller re-creates the same names."""
     digest = hashlib.sha256(f"{uid}/{rjob}/{pod_index}".encode()).digest()
-    return "".join(_SUFFIX_ALPHABET[b % len(_SUFFIX_ALPHABET)] for b in digest[:5])
+    return "".join(SUFFIX_ALPHABET[b % len(SUFFIX_ALPHABET)] for b in digest[:5])
 
 
 def hostname(job: str, rjob: str, job_index: int, pod_index: int) -> str:

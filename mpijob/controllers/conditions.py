@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from mpijob.api import Obj
-from mpijob.api import names
+from mpijob.api import Obj, names
 from mpijob.api.names import COMPLETE, FAILED
 from mpijob.store.objects import now
 

@@ -22,8 +22,6 @@ from mpijob.api.resources import (
 from mpijob.api.trainjob import check_runtime_ref
 from mpijob.store.objects import Store
 
-_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # kube's: no vowels, no confusable digits
-
 
 def check_type(res: Resource, obj: Obj) -> None:
     """The body's apiVersion/kind must be the URL's (400, `validation.check_type`); a body without metadata
@@ -51,7 +49,7 @@ def generate_name(obj: dict[str, Any]) -> None:
     """`metadata.generateName` + 5 random characters, as kube-apiserver names it."""
     meta = obj["metadata"]
     if not meta.get("name") and meta.get("generateName"):
-        meta["name"] = meta["generateName"] + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+        meta["name"] = meta["generateName"] + "".join(secrets.choice(names.SUFFIX_ALPHABET) for _ in range(5))
 
 
 def check_name(obj: Obj, url_name: str | None = None) -> str:

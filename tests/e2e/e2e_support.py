@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 import httpx
 import yaml
 
-
 KUBECTL = "/usr/bin/kubectl"
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
 JOBSET = "jobset.sigs.k8s.io/jobset-name"

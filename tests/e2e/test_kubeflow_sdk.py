@@ -11,7 +11,6 @@ import yaml
 from e2e_support import trainjob
 from kubeflow.trainer import CustomTrainer, TrainerClient
 
-
 SOURCE = "ee-sdk-src"
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 

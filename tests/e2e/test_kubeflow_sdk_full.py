@@ -10,7 +10,6 @@ import pytest
 from e2e_support import TRAINER, job_pods, wait_for
 from kubeflow.trainer import CustomTrainer, TrainerClient
 
-
 RUNTIME = "mpi-distributed"
 
 

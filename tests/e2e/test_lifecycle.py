@@ -25,8 +25,8 @@ from e2e_support import (
 )
 
 from mpijob.store import supervisor
-from mpijob.store.supervisor import ServerInfo
 from mpijob.store.home import Home
+from mpijob.store.supervisor import ServerInfo
 
 CASCADE, LOGS = "ee-cascade", "ee-logs"
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}) ")

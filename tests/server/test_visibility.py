@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mpijob.controllers.kueue.scheduler.snapshot import (
+from mpijob.api.kueue.snapshot import (
     ClusterQueue,
     PodSet,
     Snapshot,

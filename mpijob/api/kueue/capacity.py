@@ -6,16 +6,10 @@ The amounts become the default ClusterQueue's quota, which the scheduler counts 
 
 from __future__ import annotations
 
-import re
-
 from mpijob.api.errors import ApiError, bad_request
-from mpijob.api.quantity import parse_quantity, to_base_units
+from mpijob.api.labels import is_qualified_name
+from mpijob.api.quantity import parse_quantity
 
-__all__ = ["parse_capacity", "to_base_units"]  # to_base_units lives in mpijob.api.quantity
-
-# a qualified resource name: optional DNS prefix + "/" + name (kube's IsQualifiedName)
-_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-                   r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _EXAMPLE = "nvidia.com/gpu=8,cpu=16,memory=64Gi"
 
 
@@ -32,7 +26,7 @@ def parse_capacity(text: str) -> dict[str, str]:
         name, sep, value = (part.strip() for part in term.partition("="))
         if not sep or not name or not value:
             raise _bad(text, f'"{term}" is not RESOURCE=QUANTITY', 'write it like "cpu=16"')
-        if not _NAME.match(name):
+        if not is_qualified_name(name):
             raise _bad(text, f'"{name}" in "{term}" is not a resource name',
                        'use a name such as "cpu", "memory" or "nvidia.com/gpu"')
         if name in out:

@@ -18,6 +18,7 @@ from mpijob.api.names import CONTAINER
 from mpijob.api.resources import PODS
 from mpijob.store.logs import LogStore, LogWriter
 from mpijob.store.objects import Store, now
+
 PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
 
 

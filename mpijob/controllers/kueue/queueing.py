@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from mpijob.api import Obj
 from mpijob.api import resources as r
 from mpijob.api.kueue.adapters import live, stop_policy
+from mpijob.api.kueue.snapshot import Snapshot
 from mpijob.api.names import (
     ACTIVE,
     ADMITTED,
@@ -44,7 +45,6 @@ from mpijob.controllers.kueue.scheduler import (
 )
 from mpijob.controllers.kueue.scheduler import messages as msg
 from mpijob.controllers.kueue.scheduler.admissibility import inactive, local_queue_active
-from mpijob.controllers.kueue.scheduler.snapshot import Snapshot
 from mpijob.controllers.kueue.workloads import build_snapshot, default_objects
 from mpijob.store.objects import Store
 

@@ -17,8 +17,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mpijob.api import Obj, errors, names
+from mpijob.api.kueue.snapshot import Snapshot, Workload
 from mpijob.api.resources import lookup
-from mpijob.controllers.kueue.scheduler.snapshot import Snapshot, Workload
 from mpijob.server.http import json_response, parse_int
 from mpijob.store.objects import Store
 

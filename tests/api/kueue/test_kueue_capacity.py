@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mpijob.api.errors import ApiError
-from mpijob.api.kueue.capacity import parse_capacity, to_base_units
+from mpijob.api.kueue.capacity import parse_capacity
+from mpijob.api.quantity import to_base_units
 
 
 def test_parse_capacity_reads_any_subset() -> None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from mpijob.controllers.kueue.scheduler.cycle import Admit, Pending, Preempt
-from mpijob.controllers.kueue.scheduler.snapshot import (
+from mpijob.api.kueue.snapshot import (
     Assignment,
     ClusterQueue,
     FlavorQuotas,
@@ -15,6 +14,7 @@ from mpijob.controllers.kueue.scheduler.snapshot import (
     Snapshot,
     Workload,
 )
+from mpijob.controllers.kueue.scheduler.cycle import Admit, Pending, Preempt
 
 GPU = "nvidia.com/gpu"
 FLAVOR = "default-flavor"
