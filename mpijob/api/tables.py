@@ -10,55 +10,14 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from mpijob.api import Obj, names
+from mpijob.api.durations import age
 from mpijob.api.resources import Resource
 
-Obj = dict[str, Any]
 Column = tuple[str, str, str, int, Callable[[Obj, datetime], Any]]  # name, type, format, priority, cell
 
 _NAME_DESC = "Name must be unique within a namespace."
 _AGE_DESC = "CreationTimestamp is a timestamp representing the server time when this object was created."
-
-
-def parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None
-
-
-def human_duration(seconds: float) -> str:
-    """kubectl's `HumanDuration`: `5s`, `3m10s`, `3m`, `2h`, `4d`, `2y`..."""
-    s = int(max(seconds, 0))
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        rem = s % 60
-        return f"{minutes}m{rem}s" if rem else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        rem = minutes % 60
-        return f"{hours}h{rem}m" if rem else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rem = hours % 24
-        return f"{hours // 24}d{rem}h" if rem else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = hours // 24 % 365
-        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
-    return f"{hours // 24 // 365}y"
-
-
-def age(value: str | None, now: datetime) -> str:
-    t = parse_time(value)
-    return "<unknown>" if t is None else human_duration((now - t).total_seconds())
 
 
 def _name(o: Obj, _: datetime) -> str:
@@ -255,7 +214,7 @@ def row_object(obj: Obj, include_object: str = "Metadata") -> Obj | None:
         return obj
     if include_object == "None":
         return None
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}
+    return {"kind": "PartialObjectMetadata", "apiVersion": names.META_API_VERSION, "metadata": obj.get("metadata", {})}
 
 
 def table(
@@ -270,7 +229,7 @@ def table(
     now = now or datetime.now(timezone.utc)
     return {
         "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
+        "apiVersion": names.META_API_VERSION,
         "metadata": {"resourceVersion": resource_version},
         "columnDefinitions": column_definitions(res),
         "rows": [row(res, o, now, include_object) for o in items],

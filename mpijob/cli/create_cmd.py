@@ -1,13 +1,15 @@
 """`mpijob create -f FILE`, `mpijob create trainjob NAME … -- COMMAND`, `mpijob delete trainjob NAME`."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` in the command modules: typer would evaluate every string
+# annotation again on each run. What only a command's body needs is imported there (docs/architecture.md:
+# a CLI call loads what it uses).
 
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from mpijob.api import errors
-from mpijob.api.resources import TRAINJOBS
+from mpijob.api import Obj
+from mpijob.api import names as vocab
 from mpijob.cli import output
 from mpijob.cli.exitcodes import UsageError
 from mpijob.cli.session import (
@@ -19,16 +21,14 @@ from mpijob.cli.session import (
     globals_of,
     handles_errors,
 )
-from mpijob.client import builder, manifests
-from mpijob.client.api import Cluster, display_name, resource_for
-from mpijob.client.phase import job_phase
-from mpijob.client.wait import wait_until_gone
+from mpijob.client.builder import DEFAULT_RUNTIME
 
-Obj = dict[str, Any]
+if TYPE_CHECKING:
+    from mpijob.client.connection import Connection
+
 CREATE_FORMATS = ("json", "yaml", "name")
 FLAGS = {"num_nodes": "--nodes", "num_proc_per_node": "--procs-per-node"}  # builder keyword → CLI flag
 
-FileOpt = Annotated[list[str], typer.Option("--filename", "-f", help="YAML/JSON manifest (`-` for stdin); repeatable.")]
 OptFileOpt = Annotated[Optional[list[str]], typer.Option(
     "--filename", "-f", help="YAML/JSON manifest (`-` for stdin); repeatable.", show_default=False)]
 CreateOutputOpt = Annotated[Optional[str], typer.Option(
@@ -50,8 +50,8 @@ CpuOpt = _opt("--cpu", "CPU per node, a quantity: 4, 500m (resourcesPerNode.limi
 MemoryOpt = _opt("--memory", "Memory per node, a quantity: 8Gi (resourcesPerNode.limits.memory).")
 EnvOpt = Annotated[Optional[list[str]], typer.Option("--env", "-e", help="K=V into trainer.env; repeatable.",
                                                      show_default=False)]
-QueueOpt = _opt("--queue", "LocalQueue (label kueue.x-k8s.io/queue-name).")
-PriorityOpt = _opt("--priority", "WorkloadPriorityClass (label kueue.x-k8s.io/priority-class).")
+QueueOpt = _opt("--queue", f"LocalQueue (label {vocab.LABEL_QUEUE_NAME}).")
+PriorityOpt = _opt("--priority", f"WorkloadPriorityClass (label {vocab.LABEL_PRIORITY_CLASS}).")
 RuntimeOpt = Annotated[str, typer.Option("--runtime", help="ClusterTrainingRuntime to run on.")]
 ImageOpt = _opt("--image", "trainer.image (recorded on the local cluster, pulled on Kubernetes).")
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Have the server validate and default the objects "
@@ -59,6 +59,8 @@ DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Have the server vali
 
 
 def load_all(files: list[str]) -> list[Obj]:
+    from mpijob.client import manifests
+
     objects: list[Obj] = []
     for f in files:
         objects += manifests.load(f)
@@ -72,6 +74,8 @@ def imperative_trainjob(words: list[str], verb: str = "create", **fields: Any) -
         raise UsageError(f"cannot {verb} {words[0]!r} from flags; use: {usage} (or -f FILE)")
     if len(words) < 2:
         raise UsageError(f"missing the TrainJob's name; use: {usage}")
+    from mpijob.client import builder
+
     return builder.build_trainjob(words[1], command=words[2:] or None, **fields)
 
 
@@ -79,7 +83,7 @@ def objects_to_create(filename: list[str] | None, words: list[str] | None, verb:
                       **fields: Any) -> list[Obj]:
     """The objects of `-f FILE…`, or the one TrainJob of the imperative form; never both."""
     flags = [FLAGS.get(k, f"--{k.replace('_', '-')}") for k, v in fields.items()
-             if v not in (None, [], builder.DEFAULT_RUNTIME)]
+             if v not in (None, [], DEFAULT_RUNTIME)]
     if filename and words:
         raise UsageError("give either -f FILE or `trainjob NAME … -- COMMAND`, not both")
     if filename:
@@ -101,32 +105,35 @@ def _defined_earlier(obj: Obj, earlier: list[Obj]) -> bool:
     return any(o.get("kind") == kind and (o.get("metadata") or {}).get("name") == ref.get("name") for o in earlier)
 
 
-def create_all(cluster: Cluster, objects: list[Obj], explicit_namespace: str | None,
+def create_all(conn: "Connection", objects: list[Obj], explicit_namespace: str | None,
                dry_run: bool = False) -> list[Obj]:
     """Create every object, or none: all are first checked by the server with `dryRun=All`; with
     `dry_run` that check is all that happens, and its answers (defaulted objects) are returned."""
+    from mpijob.client.core import resource_for
+    from mpijob.client.errors import InvalidArgument
+
     for obj in objects:
         res = resource_for(obj)
         meta = obj.setdefault("metadata", {})
         ns = meta.get("namespace")
         if res.namespaced and explicit_namespace and ns and ns != explicit_namespace:
-            raise errors.ApiError(
-                400, "BadRequest", f"the namespace from the provided object {ns!r} does not match the namespace "
-                f"{explicit_namespace!r}; pass --namespace={ns} or remove metadata.namespace"
-            )
+            raise InvalidArgument("--namespace", explicit_namespace, f"does not match the namespace {ns!r} of the "
+                                  "provided object", f"pass --namespace={ns} or remove metadata.namespace")
         if res.namespaced and not ns:
-            meta["namespace"] = cluster.namespace
+            meta["namespace"] = conn.namespace
         if not res.namespaced:
             meta.pop("namespace", None)
-    checked = [obj if _defined_earlier(obj, objects[:i]) else cluster.create(obj, dry_run=True)
+    checked = [obj if _defined_earlier(obj, objects[:i]) else conn.create(obj, dry_run=True)
                for i, obj in enumerate(objects)]
     if dry_run:
         return checked
-    return [cluster.create(obj) for obj in objects]
+    return [conn.create(obj) for obj in objects]
 
 
 def summary(obj: Obj) -> Obj:
     """What `-o json|yaml` prints for a created object: a TrainJob's name, namespace and phase."""
+    from mpijob.client.phase import job_phase
+
     meta = obj.get("metadata") or {}
     if obj.get("kind") == "TrainJob":
         return {"name": meta.get("name"), "namespace": meta.get("namespace", ""), "status": job_phase(obj, [])[0]}
@@ -136,6 +143,8 @@ def summary(obj: Obj) -> Obj:
 
 def print_created(objects: list[Obj], fmt: str | None, dry_run: bool) -> None:
     """One object: a JSON/YAML object; several: a list (a `List` of whole objects for --dry-run)."""
+    from mpijob.client.core import display_name, resource_for
+
     if fmt in ("json", "yaml"):
         if dry_run:
             output.dump(objects[0] if len(objects) == 1 else output.as_list(objects), fmt)
@@ -166,7 +175,7 @@ def create(
     env: EnvOpt = None,
     queue: QueueOpt = None,
     priority: PriorityOpt = None,
-    runtime: RuntimeOpt = builder.DEFAULT_RUNTIME,
+    runtime: RuntimeOpt = DEFAULT_RUNTIME,
     image: ImageOpt = None,
     dry_run: DryRunOpt = False,
     output_format: CreateOutputOpt = None,
@@ -180,8 +189,8 @@ def create(
     objects = objects_to_create(filename, words, num_nodes=nodes, num_proc_per_node=procs_per_node, gpus=gpus,
                                 cpu=cpu, memory=memory, env=env, queue=queue, priority=priority,
                                 runtime=runtime, image=image)
-    with connect(ctx, kubeconfig, context, namespace) as cluster:
-        created = create_all(cluster, objects, namespace or globals_of(ctx).namespace, dry_run=dry_run)
+    with connect(ctx, kubeconfig, context, namespace) as conn:
+        created = create_all(conn, objects, namespace or globals_of(ctx).namespace, dry_run=dry_run)
     print_created(created, output_format, dry_run)
 
 
@@ -199,13 +208,17 @@ def delete(
     """Delete a TrainJob; its pods, Secret, ConfigMap and keys go with it."""
     if resource.lower() not in TRAINJOB_NAMES:
         raise UsageError(f"cannot delete {resource!r}; use: mpijob delete trainjob NAME")
-    with connect(ctx, kubeconfig, context, namespace) as cluster:
+    from mpijob.api.errors import ApiError
+    from mpijob.api.resources import TRAINJOBS
+    from mpijob.client.wait import wait_until_gone
+
+    with connect(ctx, kubeconfig, context, namespace) as conn:
         try:
-            cluster.delete_trainjob(name)
-        except errors.ApiError as exc:
+            conn.delete_trainjob(name)
+        except ApiError as exc:
             if exc.code == 404 and ignore_not_found:
                 return
             raise
         if wait:
-            wait_until_gone(cluster, name)
+            conn.run(wait_until_gone(conn.namespace, name))
     print(f'{TRAINJOBS.singular}.{TRAINJOBS.group} "{name}" deleted')

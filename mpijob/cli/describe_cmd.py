@@ -1,13 +1,13 @@
-"""`mpijob describe trainjob NAME`: everything about one job in one screen (`-o json|yaml`: the object)."""
-
-from __future__ import annotations
+"""`mpijob describe KIND NAME`: everything about one TrainJob or queue in one screen (`-o json|yaml`:
+the object). Which code describes a kind is one registry, `DESCRIBERS`."""
 
 import sys
-from typing import Annotated, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mpijob.cli import output, views
+from mpijob.cli import output, queue_cmd
 from mpijob.cli.exitcodes import UsageError
 from mpijob.cli.session import (
     TRAINJOB_NAMES,
@@ -16,7 +16,11 @@ from mpijob.cli.session import (
     NamespaceOpt,
     connect,
     handles_errors,
+    namespace_given,
 )
+
+if TYPE_CHECKING:
+    from mpijob.client.connection import Connection
 
 DescribeOutputOpt = Annotated[
     Optional[str], typer.Option("--output", "-o", help="json | yaml: print the object itself instead of the "
@@ -30,27 +34,48 @@ def check_describe_format(fmt: str | None) -> None:
         raise UsageError(f"describe --output {fmt!r} is not supported; use json or yaml (or `mpijob get -o {fmt}`)")
 
 
+def describe_trainjob(conn: "Connection", kind: str, name: str, fmt: str | None, namespace_given: bool) -> None:
+    """Spec summary, conditions, jobsStatus, pods and events of a TrainJob."""
+    from mpijob.cli import views
+
+    job = conn.get_trainjob(name)
+    if fmt is not None:
+        output.dump(job, fmt)
+        return
+    from mpijob.client.kueue import waiting_messages
+
+    pods = conn.job_pods(name)
+    events = conn.events_for("TrainJob", name)
+    runtime = conn.runtime_for(job)
+    waiting = conn.run(waiting_messages(conn.namespace)).get(job["metadata"]["uid"], "")
+    sys.stdout.write(views.describe_trainjob(job, pods, events, runtime, waiting=waiting))
+
+
+Describer = Callable[["Connection", str, str, "str | None", bool], None]
+
+# Every word `describe` takes for a kind → the kind; the kind → the code that describes it.
+ALIASES = {**{word: "trainjobs" for word in TRAINJOB_NAMES}, **queue_cmd.ALIASES}
+DESCRIBERS: dict[str, Describer] = {
+    "trainjobs": describe_trainjob,
+    **{kind: queue_cmd.describe_queue for kind in set(queue_cmd.ALIASES.values())},
+}
+
+
 @handles_errors
 def describe(
     ctx: typer.Context,
-    resource: Annotated[str, typer.Argument(help="trainjob")],
-    name: Annotated[str, typer.Argument(help="The TrainJob's name.")],
+    resource: Annotated[str, typer.Argument(help="trainjob | queue (clusterqueue, localqueue)")],
+    name: Annotated[str, typer.Argument(help="The object's name.")],
     output_format: DescribeOutputOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
 ) -> None:
-    """Spec summary, conditions, jobsStatus, pods and events of a TrainJob."""
-    if resource.lower() not in TRAINJOB_NAMES:
-        raise UsageError(f"cannot describe {resource!r}; use: mpijob describe trainjob NAME")
+    """Describe a TrainJob (spec, conditions, pods, events) or a queue (quota, use, pending workloads in
+    order and why they wait)."""
+    kind = ALIASES.get(resource.lower())
+    if kind is None:
+        raise UsageError(f"cannot describe {resource!r}; use: mpijob describe trainjob NAME (or queue NAME)")
     check_describe_format(output_format)
-    with connect(ctx, kubeconfig, context, namespace) as cluster:
-        job = cluster.get_trainjob(name)
-        if output_format is not None:
-            output.dump(job, output_format)
-            return
-        pods = cluster.job_pods(name)
-        events = cluster.events_for("TrainJob", name)
-        runtime = cluster.runtime_for(job)
-        waiting = cluster.waiting_messages().get(job["metadata"]["uid"], "")
-    sys.stdout.write(views.describe_trainjob(job, pods, events, runtime, waiting=waiting))
+    with connect(ctx, kubeconfig, context, namespace) as conn:
+        DESCRIBERS[kind](conn, kind, name, output_format, namespace_given(ctx, namespace))

@@ -1,27 +1,27 @@
 """The CLI's exit-code contract, so CI pipelines can branch on why a command failed.
 
-Documented in README.md and in `mpijob --help` (main.EPILOG); the SDK's exceptions carry the same
-categories. Keep the three in step.
+The codes of failures are the client layer's categories (`mpijob.client.errors.category`), the same
+table the SDK's exception classes come from; only success, a failed job and a wrong command line
+are the CLI's own. Documented in README.md and in `mpijob --help` (main.EPILOG).
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
 
-from mpijob.api.errors import ApiError
-from mpijob.client.errors import ServerUnavailable, WaitTimeout
+from mpijob.client.errors import Category, category
 
 
 class Exit(IntEnum):
     OK = 0  # success (for `run`/`wait`: the TrainJob Completed)
-    JOB_FAILED = 1  # the TrainJob ended Failed
+    JOB_FAILED = Category.JOB_FAILED  # the TrainJob ended Failed
     USAGE = 2  # the command line is wrong: unknown command/option, missing argument, a flag value outside its choices
-    INVALID = 3  # bad input: unparsable file, bad kubeconfig/context, rejected object (400/409/422)
-    NOT_FOUND = 4  # the named object does not exist (404)
-    FORBIDDEN = 5  # not allowed (401/403)
-    QUOTA = 6  # quota exceeded (403 "exceeded quota", 429 with a quota message)
-    TIMEOUT = 7  # a wait or request timed out (504, --timeout)
-    UNAVAILABLE = 8  # the server could not be reached / is not running / internal error (5xx)
+    INVALID = Category.INVALID  # bad input: unparsable file or argument, bad kubeconfig/context, rejected object
+    NOT_FOUND = Category.NOT_FOUND  # the named object does not exist (404)
+    FORBIDDEN = Category.FORBIDDEN  # not allowed (401/403)
+    QUOTA = Category.QUOTA  # quota exceeded (403 "exceeded quota", 429 with a quota message)
+    TIMEOUT = Category.TIMEOUT  # a wait or request timed out (504, --timeout)
+    UNAVAILABLE = Category.UNAVAILABLE  # the server could not be reached / is not running / internal error (5xx)
 
 
 MEANINGS: dict[Exit, str] = {
@@ -38,8 +38,8 @@ MEANINGS: dict[Exit, str] = {
 
 
 def summary(per_line: int = 4) -> str:
-    """The contract for `--help`: `0 ok · 1 job failed · …`, in short paragraphs (rich re-wraps a
-    long line, which could split `4 not found` across two lines)."""
+    """The contract for `--help`: `0 ok · 1 job failed · …`, in short paragraphs (a terminal re-wraps
+    a long line, which could split `4 not found` across two lines)."""
     items = [f"{int(e)} {MEANINGS[e]}" for e in Exit]
     rows = [" · ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
     return "\n\n".join(["Exit codes:", *rows])
@@ -53,31 +53,16 @@ class UsageError(Exception):
     """
 
 
-def for_api_error(err: ApiError) -> Exit:
-    """Map an API Status (code + reason) to the contract above."""
-    text = err.message.lower()
-    if "exceeded quota" in text or err.reason == "QuotaExceeded":
-        return Exit.QUOTA
-    if err.code in (400, 409, 422) or err.reason in ("Invalid", "BadRequest", "AlreadyExists"):
-        return Exit.INVALID
-    if err.code == 404:
-        return Exit.NOT_FOUND
-    if err.code in (401, 403):
-        return Exit.FORBIDDEN
-    if err.code in (408, 504) or err.reason == "Timeout":
-        return Exit.TIMEOUT
-    if err.code >= 500 or err.code == 429:
-        return Exit.UNAVAILABLE
-    return Exit.INVALID
+def exit_code(exc: BaseException) -> Exit | None:
+    """The exit code of a failure, None for an exception that is no failure the contract knows."""
+    if isinstance(exc, UsageError):
+        return Exit.USAGE
+    found = category(exc)
+    return None if found is None else Exit(found)
 
 
 def for_exception(exc: BaseException) -> Exit:
-    if isinstance(exc, UsageError):
-        return Exit.USAGE
-    if isinstance(exc, ApiError):
-        return for_api_error(exc)
-    if isinstance(exc, ServerUnavailable):
-        return Exit.UNAVAILABLE
-    if isinstance(exc, WaitTimeout | TimeoutError):
-        return Exit.TIMEOUT
-    raise TypeError(f"no exit code for {type(exc).__name__}")
+    code = exit_code(exc)
+    if code is None:
+        raise TypeError(f"no exit code for {type(exc).__name__}")
+    return code

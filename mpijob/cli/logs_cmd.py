@@ -5,19 +5,17 @@
 merges the live streams and ends when the job ends. The merging itself is `mpijob.client.logs`.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import sys
 from collections.abc import Iterable
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mpijob.api import errors
 from mpijob.cli import output
 from mpijob.cli.exitcodes import UsageError
+from mpijob.cli.flags import parse_duration
 from mpijob.cli.session import (
     ContextOpt,
     KubeconfigOpt,
@@ -25,10 +23,10 @@ from mpijob.cli.session import (
     connect,
     handles_errors,
 )
-from mpijob.client.api import JOB_LABEL, Cluster
-from mpijob.client.logs import Filter, LogLine, follow_merged, read_merged
-from mpijob.client.phase import finished, job_phase
-from mpijob.client.wait import parse_duration
+
+if TYPE_CHECKING:
+    from mpijob.client.connection import Connection
+    from mpijob.client.logs import Filter, LogLine
 
 COLOURS = (36, 33, 35, 32, 34, 31, 96, 93, 95, 92, 94, 91)  # ANSI foreground colours, one per pod
 
@@ -43,12 +41,13 @@ class Printer:
     terminal; with `as_json`, one JSON object per line for scripts. Remembers whether any line it saw
     carried a rank."""
 
-    def __init__(self, prefix: bool, timestamps: bool, colour: bool, as_json: bool = False) -> None:
+    def __init__(self, prefix: bool, timestamps: bool, colour: bool, as_json: bool = False, live: bool = False) -> None:
         self.prefix, self.timestamps, self.colour, self.as_json = prefix, timestamps, colour, as_json
+        self.live = live  # flush each line (a followed log); otherwise write in large blocks
         self._colours: dict[str, int] = {}
         self.saw_rank = False
 
-    def format(self, line: LogLine) -> str:
+    def format(self, line: "LogLine") -> str:
         if self.as_json:
             return json.dumps({"time": line.stamp or None, "pod": line.pod, "rank": line.rank, "text": line.text})
         head = ""
@@ -62,25 +61,38 @@ class Printer:
             head += line.stamp + " "
         return head + line.text
 
-    def write(self, lines: Iterable[LogLine], keep: Filter) -> None:
+    def write(self, lines: Iterable["LogLine"], keep: "Filter") -> None:
+        """Print the lines `keep` keeps: each at once when live, else in large blocks (20,000 lines
+        cost one write, not 20,000)."""
+        out = sys.stdout
+        block: list[str] = []
         for line in lines:
-            self.saw_rank = self.saw_rank or line.rank is not None
+            if line.rank is not None:
+                self.saw_rank = True
             if keep(line):
-                sys.stdout.write(self.format(line) + "\n")
-                sys.stdout.flush()
+                block.append(self.format(line))
+                if self.live or len(block) >= 4096:
+                    out.write("\n".join(block) + "\n")
+                    block.clear()
+                    if self.live:
+                        out.flush()
+        if block:
+            out.write("\n".join(block) + "\n")
+        out.flush()
 
 
-def _pods(cluster: Cluster, name: str, pod: str | None) -> list[str]:
+def _pods(conn: "Connection", name: str, pod: str | None) -> list[str]:
     """The job's pods by name, or just `pod` after checking it belongs to the job."""
+    from mpijob.api import names as vocab
+    from mpijob.client.errors import InvalidArgument
+
     if pod is None:
-        return [p["metadata"]["name"] for p in cluster.job_pods(name)]
-    target = cluster.get_pod(pod)
-    owner = (target["metadata"].get("labels") or {}).get(JOB_LABEL)
+        return [p["metadata"]["name"] for p in conn.job_pods(name)]
+    target = conn.get_pod(pod)
+    owner = (target["metadata"].get("labels") or {}).get(vocab.LABEL_JOBSET_NAME)
     if owner != name:
-        raise errors.ApiError(
-            400, "BadRequest", f"pod {pod!r} does not belong to trainjob {name!r} (it belongs to "
-            f"{owner or 'no TrainJob'}); list the job's pods with `mpijob get pods --job {name}`"
-        )
+        raise InvalidArgument("--pod", pod, f"does not belong to trainjob {name!r} (it belongs to "
+                              f"{owner or 'no TrainJob'})", f"list the job's pods with `mpijob get pods --job {name}`")
     return [pod]
 
 
@@ -109,41 +121,41 @@ def logs(
 ) -> None:
     """Print (or follow) the logs of every pod of a TrainJob, merged by time, each line tagged `[pod]`
     (`[pod rank N]` for what rank N printed)."""
-    if rank is not None and rank < 0:
-        raise errors.ApiError(400, "BadRequest", f"--rank {rank} is negative; MPI ranks count from 0")
+    from mpijob.client.errors import InvalidArgument, NoLauncher
+    from mpijob.client.logs import Filter, follow_merged, read_merged
+    from mpijob.client.phase import job_phase, terminal_condition
+
     keep = Filter(grep, rank)
     since_seconds = max(1, round(parse_duration(since, "--since"))) if since is not None else None
     if tail is not None and tail < 0:
-        raise errors.ApiError(400, "BadRequest", f"--tail {tail} is negative; use 0 or more lines")
+        raise InvalidArgument("--tail", tail, "is negative", "use 0 or more lines")
     if output_format not in (None, "json"):
         raise UsageError(f"logs --output {output_format!r} is not supported; use json (one object per line)")
     colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    printer = Printer(prefix, timestamps, colour, as_json=output_format == "json")
-    with connect(ctx, kubeconfig, context, namespace) as cluster:
-        job = cluster.get_trainjob(name)
-        pods = _pods(cluster, name, pod)
+    printer = Printer(prefix, timestamps, colour, as_json=output_format == "json", live=follow)
+    with connect(ctx, kubeconfig, context, namespace) as conn:
+        job = conn.get_trainjob(name)
+        pods = _pods(conn, name, pod)
         if not follow:
             if not pods:
                 phase, message = job_phase(job, [])
-                raise errors.ApiError(
-                    404, "NotFound", f"trainjob {name!r} has no pods yet, so no launcher pod (state: {phase}"
-                    f"{': ' + message if message else ''}); use --follow to wait for its logs"
-                )
-            printer.write(read_merged(cluster, pods, tail_lines=tail, since_seconds=since_seconds), keep)
+                raise NoLauncher(f"trainjob {name!r} has no pods yet, so no launcher pod (state: {phase}"
+                                 f"{': ' + message if message else ''}); use --follow to wait for its logs")
+            printer.write(read_merged(conn, pods, tail_lines=tail, since_seconds=since_seconds), keep)
             if rank is not None and not printer.saw_rank:
                 output.info(NO_RANKS)
             return
 
         def list_pods() -> list[str]:
-            return pods if pod is not None else [p["metadata"]["name"] for p in cluster.job_pods(name)]
+            return pods if pod is not None else [p["metadata"]["name"] for p in conn.job_pods(name)]
 
         def job_ended() -> bool:
-            return finished(cluster.get_trainjob(name)) is not None
+            return terminal_condition(conn.get_trainjob(name)) is not None
 
         def warn(p: str, exc: BaseException) -> None:
             output.info(f"log stream of {p} ended early: {exc}")
 
-        printer.write(follow_merged(cluster, list_pods, job_ended, tail_lines=tail, since_seconds=since_seconds,
+        printer.write(follow_merged(conn, list_pods, job_ended, tail_lines=tail, since_seconds=since_seconds,
                                     on_error=warn), keep)
         if rank is not None and not printer.saw_rank:
             output.info(NO_RANKS)

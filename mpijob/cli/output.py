@@ -1,6 +1,7 @@
 """Printing: tables with rich for people, raw JSON/YAML/names for machines, errors to stderr.
 
-Machine formats go through plain `print` so no rich markup, wrapping or colour can reach them.
+Machine formats go through plain `print` so no rich markup, wrapping or colour can reach them. rich
+and PyYAML are imported where they are used, so a command that prints JSON never loads them.
 """
 
 from __future__ import annotations
@@ -8,46 +9,55 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
+from mpijob.api import Obj
 from mpijob.api.errors import ApiError
-from mpijob.client.errors import CREDENTIALS_HINT
+from mpijob.cli.exitcodes import UsageError
+from mpijob.cli.flags import message
+from mpijob.client.errors import hint
 
-Obj = dict[str, Any]
+if TYPE_CHECKING:
+    from rich.console import Console
+
 FORMATS = ("json", "yaml", "wide", "name")
 
 
 def stdout() -> Console:
     """A console on the current stdout; wide when piped so rows never wrap."""
+    from rich.console import Console
+
     tty = sys.stdout.isatty()
     return Console(file=sys.stdout, highlight=False, soft_wrap=True, width=None if tty else 4096)
 
 
 def stderr() -> Console:
+    from rich.console import Console
+
     return Console(file=sys.stderr, highlight=False, soft_wrap=True, stderr=True)
 
 
-def info(message: str) -> None:
+def info(text: str) -> None:
     """A progress/status line for people: stderr, so stdout stays the program's output."""
-    print(message, file=sys.stderr, flush=True)
+    print(text, file=sys.stderr, flush=True)
 
 
 def error(exc: BaseException) -> None:
     """The message and, for API errors, one `* field: message` line per cause (kubectl's shape)."""
-    lines = [f"error: {exc}"]
-    if isinstance(exc, ApiError) and exc.code == 401:
-        lines[0] += f" ({CREDENTIALS_HINT})"
+    lines = [f"error: {hint(exc) if isinstance(exc, ApiError) else message(exc)}"]
     if isinstance(exc, ApiError) and exc.causes:
         if " is invalid: " in exc.message:  # the causes below repeat what follows, as kubectl prints it
             lines = [f"error: {exc.message.split(' is invalid: ')[0]} is invalid:"]
         for c in exc.causes:
             lines.append(f"* {c.field}: {c.message}" if c.field else f"* {c.message}")
     print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def check_format(fmt: str | None, allowed: Sequence[str] = FORMATS, command: str = "") -> None:
+    """A `-o` value outside `allowed` is a usage error naming the choices."""
+    if fmt is not None and fmt not in allowed:
+        where = f"{command} --output" if command else "--output"
+        raise UsageError(f"{where} {fmt!r} is not supported; use one of: {', '.join(allowed)}")
 
 
 def as_list(items: list[Obj]) -> Obj:
@@ -60,12 +70,17 @@ def dump(data: Any, fmt: str) -> None:
     if fmt == "json":
         sys.stdout.write(json.dumps(data, indent=4, sort_keys=False) + "\n")
     else:
+        import yaml
+
         sys.stdout.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
     sys.stdout.flush()
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[str]], console: Console | None = None) -> None:
     """A kubectl-like borderless table (upper-case headers, columns separated by 3 spaces)."""
+    from rich.table import Table
+    from rich.text import Text
+
     t = Table(box=None, show_edge=False, pad_edge=False, padding=(0, 3, 0, 0), header_style="bold")
     for col in columns:
         t.add_column(col, no_wrap=True, overflow="ignore")
@@ -78,3 +93,20 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[str]], console: Consol
     with console.capture() as captured:
         console.print(t)
     sys.stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+
+
+def indented_table(columns: list[str], rows: list[list[str]]) -> list[str]:
+    """A table inside `describe`'s text, indented two spaces (`<none>` when empty)."""
+    if not rows:
+        return ["  <none>"]
+    widths = [max(len(str(r[i])) for r in [columns, *rows]) for i in range(len(columns))]
+    lines = []
+    for r in [columns, *rows]:
+        cells = [str(c).ljust(w) for c, w in zip(r, widths)]
+        lines.append(("  " + "   ".join(cells)).rstrip())
+    return lines
+
+
+def kv(lines: list[str], key: str, value: Any, indent: int = 0) -> None:
+    """One `Key:  value` line of `describe`'s text, values aligned."""
+    lines.append(f"{' ' * indent}{key + ':':<{max(18 - indent, len(key) + 2)}}{'' if value is None else value}")

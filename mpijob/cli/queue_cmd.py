@@ -1,34 +1,28 @@
 """`mpijob get queues|clusterqueues|localqueues` and `mpijob describe queue NAME`: Kueue queues, their
-quota and use, and who waits in which order — through the Kubernetes API only, so the same commands
-work on the local cluster and on a real one with Kueue.
+quota and use, and who waits in which order — through the Kubernetes API only (`mpijob.client.kueue`),
+so the same commands work on the local cluster and on a real one with Kueue.
 
-`get` and `describe` are single commands owned by `get_cmd`/`describe_cmd`; `with_queues_get` and
-`with_queues_describe` wrap them so the queue kinds are handled here and every other kind there.
+`get` and `describe` are single commands (`get_cmd`, `describe_cmd`); each finds the handler of a kind
+in its registry, and the queue kinds' handlers are these. Imported by those commands' modules for
+`ALIASES`, so the rest loads only when a queue is shown.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import sys
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING
 
-import typer
+from mpijob.api import Obj
+from mpijob.api import names as vocab
+from mpijob.api.errors import ApiError
+from mpijob.cli import output
 
-from mpijob.api import errors
-from mpijob.cli import output, queue_views
-from mpijob.cli.describe_cmd import check_describe_format
-from mpijob.cli.get_cmd import check_format
-from mpijob.cli.session import connect, globals_of, handles_errors
-from mpijob.client.api import Cluster
+if TYPE_CHECKING:
+    from mpijob.cli.get_cmd import GetRequest
+    from mpijob.client.connection import Connection
+    from mpijob.client.kueue import Kueue
 
-Obj = dict[str, Any]
-KUEUE = "kueue.x-k8s.io"
-VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2"
-PREFERRED_VERSIONS = ("v1beta2", "v1beta1")
-
-KINDS = {
+ALIASES = {
     "queues": "queues", "queue": "queues",
     "clusterqueues": "clusterqueues", "clusterqueue": "clusterqueues", "cq": "clusterqueues",
     "localqueues": "localqueues", "localqueue": "localqueues", "lq": "localqueues",
@@ -36,89 +30,38 @@ KINDS = {
 SINGULAR = {"clusterqueues": "clusterqueue", "localqueues": "localqueue"}
 
 
-def queue_kind(resource: str) -> str | None:
-    """`queues`, `clusterqueues` or `localqueues` for a queue resource name or alias, else None."""
-    return KINDS.get(resource.lower())
-
-
-class Kueue:
-    """Kueue objects through one connection, at the newest Kueue API version the cluster serves."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-        self._version: str | None = None
-
-    @property
-    def version(self) -> str:
-        if self._version is None:
-            try:
-                group = self.cluster.request("GET", f"/apis/{KUEUE}") or {}
-            except errors.ApiError as exc:
-                if exc.code != 404:
-                    raise
-                raise errors.ApiError(404, "NotFound", f"this cluster does not serve the {KUEUE} API (Kueue is "
-                                      f"not installed): there are no queues to show") from None
-            served = [v.get("version") for v in group.get("versions") or []]
-            self._version = next((v for v in PREFERRED_VERSIONS if v in served),
-                                 (group.get("preferredVersion") or {}).get("version") or PREFERRED_VERSIONS[0])
-        return self._version
-
-    def _path(self, plural: str, namespace: str | None = None, name: str | None = None) -> str:
-        base = f"/apis/{KUEUE}/{self.version}"
-        path = f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
-        return f"{path}/{name}" if name else path
-
-    def get(self, plural: str, name: str, namespace: str | None = None) -> Obj:
-        return self.cluster.request("GET", self._path(plural, namespace, name))  # type: ignore[no-any-return]
-
-    def list(self, plural: str, namespace: str | None = None) -> list[Obj]:
-        items = list((self.cluster.request("GET", self._path(plural, namespace)) or {}).get("items") or [])
-        return sorted(items, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
-
-    def list_visible(self, plural: str, fallback_namespace: str) -> list[Obj]:
-        """All namespaces' objects, or only `fallback_namespace`'s when listing across is forbidden."""
-        try:
-            return self.list(plural)
-        except errors.ApiError as exc:
-            if exc.code != 403:
-                raise
-            return self.list(plural, fallback_namespace)
-
-    def pending(self, cluster_queue: str | None = None, namespace: str = "", local_queue: str = "") -> list[Obj]:
-        """Visibility API items, first in line first."""
-        path = (f"{VISIBILITY}/clusterqueues/{cluster_queue}/pendingworkloads" if cluster_queue
-                else f"{VISIBILITY}/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads")
-        return list((self.cluster.request("GET", path) or {}).get("items") or [])
-
-
 # -- get ------------------------------------------------------------------------------------------
 
 
-def run_get(cluster: Cluster, kind: str, name: str | None, fmt: str | None, all_namespaces: bool,
-            namespace_given: bool) -> None:
-    kueue = Kueue(cluster)
+def get_queues(conn: Connection, req: GetRequest) -> None:
+    """`get queues` (ClusterQueues, then the LocalQueues one may see), `clusterqueues`, `localqueues`."""
+    from mpijob.client.kueue import Kueue
+
+    kueue, name, kind = Kueue(), req.name, req.kind
     cqs: list[Obj] = []
     lqs: list[Obj] = []
     if kind in ("queues", "clusterqueues"):
-        cqs = [kueue.get("clusterqueues", name)] if name else kueue.list("clusterqueues")
+        cqs = [conn.run(kueue.get("clusterqueues", name))] if name else conn.run(kueue.list("clusterqueues"))
     if kind == "localqueues":
         if name:
-            lqs = [kueue.get("localqueues", name, cluster.namespace)]
+            lqs = [conn.run(kueue.get("localqueues", name, conn.namespace))]
         else:
-            lqs = kueue.list("localqueues", None if all_namespaces else cluster.namespace)
+            lqs = conn.run(kueue.list("localqueues", None if req.all_namespaces else conn.namespace))
     elif kind == "queues":
-        if all_namespaces or not namespace_given:
-            lqs = kueue.list_visible("localqueues", cluster.namespace)
+        if req.all_namespaces or not req.namespace_given:
+            lqs = conn.run(kueue.list_visible("localqueues", conn.namespace))
         else:
-            lqs = kueue.list("localqueues", cluster.namespace)
+            lqs = conn.run(kueue.list("localqueues", conn.namespace))
         if name:
             lqs = [lq for lq in lqs if (lq.get("spec") or {}).get("clusterQueue") == name]
-    _print(kind, cqs, lqs, fmt, single=name is not None, cluster=cluster, show_namespace=kind == "queues"
-           or all_namespaces)
+    _print(kind, cqs, lqs, req.fmt, single=name is not None, namespace=conn.namespace,
+           show_namespace=kind == "queues" or req.all_namespaces)
 
 
-def _print(kind: str, cqs: list[Obj], lqs: list[Obj], fmt: str | None, single: bool, cluster: Cluster,
+def _print(kind: str, cqs: list[Obj], lqs: list[Obj], fmt: str | None, single: bool, namespace: str,
            show_namespace: bool) -> None:
+    from mpijob.cli import queue_views
+
     items = cqs + lqs
     if fmt in ("json", "yaml"):
         output.dump(items[0] if single and len(items) == 1 else output.as_list(items), fmt)
@@ -126,10 +69,10 @@ def _print(kind: str, cqs: list[Obj], lqs: list[Obj], fmt: str | None, single: b
     if fmt == "name":
         for obj in items:
             plural = "clusterqueues" if obj.get("kind") == "ClusterQueue" else "localqueues"
-            print(f"{SINGULAR[plural]}.{KUEUE}/{obj['metadata']['name']}")
+            print(f"{SINGULAR[plural]}.{vocab.KUEUE_GROUP}/{obj['metadata']['name']}")
         return
     if not items:
-        where = "" if kind == "clusterqueues" or show_namespace else f" in {cluster.namespace} namespace"
+        where = "" if kind == "clusterqueues" or show_namespace else f" in {namespace} namespace"
         output.info(f"No resources found{where}.")
         return
     wide = fmt == "wide"
@@ -149,153 +92,108 @@ def _print(kind: str, cqs: list[Obj], lqs: list[Obj], fmt: str | None, single: b
 # -- describe -------------------------------------------------------------------------------------
 
 
-def _workloads(kueue: Kueue, items: list[Obj]) -> dict[tuple[str, str], Obj]:
+def _workloads(conn: Connection, kueue: Kueue, items: list[Obj]) -> dict[tuple[str, str], Obj]:
     """The Workloads behind visibility items (for their pending messages), by (namespace, name)."""
     out: dict[tuple[str, str], Obj] = {}
     for ns in sorted({str((i.get("metadata") or {}).get("namespace", "")) for i in items}):
-        for wl in kueue.list("workloads", ns):
+        for wl in conn.run(kueue.list("workloads", ns)):
             out[(ns, wl["metadata"]["name"])] = wl
     return out
 
 
-def _pending(kueue: Kueue, lqs: set[tuple[str, str]], **where: str) -> tuple[list[Obj], str]:
+def _pending(conn: Connection, kueue: Kueue, lqs: set[tuple[str, str]], **where: str) -> tuple[list[Obj], str]:
     """Positions from the visibility API; when the cluster cannot answer, the Workloads in Kueue's
     order without positions, and a note saying why."""
+    from mpijob.cli import queue_views
+    from mpijob.client import kueue as kq
+
     try:
-        return kueue.pending(**where), ""
-    except errors.ApiError as exc:
+        return conn.run(kq.pending(**where)), ""
+    except ApiError as exc:
         if exc.code not in (404, 500, 501, 503):
             raise
         note = f"positions unavailable: {exc.message}"
     namespaces = sorted({ns for ns, _ in lqs})
-    workloads = [wl for ns in namespaces for wl in kueue.list("workloads", ns)]
+    workloads = [wl for ns in namespaces for wl in conn.run(kueue.list("workloads", ns))]
     return queue_views.fallback_pending(workloads, lqs), note
 
 
-def describe_cluster_queue(cluster: Cluster, name: str) -> str:
-    kueue = Kueue(cluster)
-    cq = kueue.get("clusterqueues", name)
-    lqs = [lq for lq in kueue.list_visible("localqueues", cluster.namespace)
+def describe_cluster_queue(conn: Connection, name: str) -> str:
+    from mpijob.cli import queue_views
+    from mpijob.client.kueue import Kueue
+
+    kueue = Kueue()
+    cq = conn.run(kueue.get("clusterqueues", name))
+    lqs = [lq for lq in conn.run(kueue.list_visible("localqueues", conn.namespace))
            if (lq.get("spec") or {}).get("clusterQueue") == name]
     keys = {(lq["metadata"].get("namespace", ""), lq["metadata"]["name"]) for lq in lqs}
-    pending, note = _pending(kueue, keys, cluster_queue=name)
-    return queue_views.describe_cluster_queue(cq, lqs, pending, _workloads(kueue, pending), note)
+    pending, note = _pending(conn, kueue, keys, cluster_queue=name)
+    return queue_views.describe_cluster_queue(cq, lqs, pending, _workloads(conn, kueue, pending), note)
 
 
-def describe_local_queue(cluster: Cluster, name: str) -> str:
-    kueue = Kueue(cluster)
-    ns = cluster.namespace
-    lq = kueue.get("localqueues", name, ns)
+def describe_local_queue(conn: Connection, name: str) -> str:
+    from mpijob.cli import queue_views
+    from mpijob.client.kueue import Kueue
+
+    kueue = Kueue()
+    ns = conn.namespace
+    lq = conn.run(kueue.get("localqueues", name, ns))
     cq_name = str((lq.get("spec") or {}).get("clusterQueue", ""))
     try:
-        cq: Obj | None = kueue.get("clusterqueues", cq_name) if cq_name else None
-    except errors.ApiError as exc:
+        cq: Obj | None = conn.run(kueue.get("clusterqueues", cq_name)) if cq_name else None
+    except ApiError as exc:
         if exc.code not in (403, 404):
             raise
         cq = None
-    pending, note = _pending(kueue, {(ns, name)}, namespace=ns, local_queue=name)
-    return queue_views.describe_local_queue(lq, cq, pending, _workloads(kueue, pending), note)
+    pending, note = _pending(conn, kueue, {(ns, name)}, namespace=ns, local_queue=name)
+    return queue_views.describe_local_queue(lq, cq, pending, _workloads(conn, kueue, pending), note)
 
 
-def run_describe(cluster: Cluster, kind: str, name: str, namespace_given: bool) -> str:
+def _missing_cluster_queue(exc: ApiError, kind: str) -> bool:
+    """Whether `describe queue NAME` may fall back to the LocalQueue NAME after this error."""
+    from mpijob.client import kueue as kq
+
+    return exc.code == 404 and kind != "clusterqueues" and kq.NOT_INSTALLED not in exc.message
+
+
+def describe_text(conn: Connection, kind: str, name: str, namespace_given: bool) -> str:
     """`clusterqueue`/`localqueue` as asked; `queue` is the ClusterQueue unless `-n` is given, and
     falls back to the LocalQueue of that name in the current namespace."""
     if kind == "clusterqueues" or (kind == "queues" and not namespace_given):
         try:
-            return describe_cluster_queue(cluster, name)
-        except errors.ApiError as exc:
-            if exc.code != 404 or kind == "clusterqueues" or "does not serve" in exc.message:
+            return describe_cluster_queue(conn, name)
+        except ApiError as exc:
+            if not _missing_cluster_queue(exc, kind):
                 raise
         try:
-            return describe_local_queue(cluster, name)
-        except errors.ApiError as exc:
+            return describe_local_queue(conn, name)
+        except ApiError as exc:
             if exc.code != 404:
                 raise
-            raise errors.ApiError(
+            raise ApiError(
                 404, "NotFound", f'no ClusterQueue "{name}" and no LocalQueue "{name}" in namespace '
-                f'"{cluster.namespace}"; list the queues with `mpijob get queues`', name, KUEUE, "queue",
+                f'"{conn.namespace}"; list the queues with `mpijob get queues`', name, vocab.KUEUE_GROUP, "queue",
             ) from None
-    return describe_local_queue(cluster, name)
+    return describe_local_queue(conn, name)
 
 
-def queue_object(cluster: Cluster, kind: str, name: str, namespace_given: bool) -> Obj:
-    """The object `describe` would describe (`-o json|yaml`), found the way `run_describe` finds it."""
-    kueue = Kueue(cluster)
+def queue_object(conn: Connection, kind: str, name: str, namespace_given: bool) -> Obj:
+    """The object `describe` would describe (`-o json|yaml`), found the way `describe_text` finds it."""
+    from mpijob.client.kueue import Kueue
+
+    kueue = Kueue()
     if kind == "clusterqueues" or (kind == "queues" and not namespace_given):
         try:
-            return kueue.get("clusterqueues", name)
-        except errors.ApiError as exc:
-            if exc.code != 404 or kind == "clusterqueues" or "does not serve" in exc.message:
+            return conn.run(kueue.get("clusterqueues", name))
+        except ApiError as exc:
+            if not _missing_cluster_queue(exc, kind):
                 raise
-    return kueue.get("localqueues", name, cluster.namespace)
+    return conn.run(kueue.get("localqueues", name, conn.namespace))
 
 
-# -- wiring into `get` and `describe` -------------------------------------------------------------
-
-
-def _with_resource_help(
-    base: Callable[..., Any], wrapper: Callable[..., Any], help_text: str, doc: str
-) -> Callable[..., Any]:
-    """The wrapper takes `base`'s parameters; only the `resource` argument's help and the doc change."""
-    wrapper.__doc__ = doc
-    sig = inspect.signature(base, eval_str=True)
-    helps = {"resource": help_text, "name": "The object's name." if "name" in sig.parameters else ""}
-
-    def arg(p: inspect.Parameter) -> inspect.Parameter:
-        if p.name not in helps or p.default is not inspect.Parameter.empty:
-            return p
-        return p.replace(annotation=Annotated[str, typer.Argument(help=helps[p.name])])
-
-    params = [arg(p) for p in sig.parameters.values()]
-    wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-    return wrapper
-
-
-def with_queues_get(base: Callable[..., Any]) -> Callable[..., Any]:
-    """`get` that also knows `queues` (ClusterQueues and LocalQueues), `clusterqueues`, `localqueues`."""
-
-    @handles_errors
-    def queues(ctx: typer.Context, resource: str, name: str | None = None, output_format: str | None = None,
-               all_namespaces: bool = False, kubeconfig: str | None = None, context: str | None = None,
-               namespace: str | None = None, **_: Any) -> None:
-        check_format(output_format)
-        given = bool(namespace or globals_of(ctx).namespace)
-        with connect(ctx, kubeconfig, context, namespace) as cluster:
-            run_get(cluster, queue_kind(resource) or "queues", name, output_format, all_namespaces, given)
-
-    @functools.wraps(base)
-    def get(*args: Any, **kwargs: Any) -> Any:
-        if queue_kind(str(kwargs.get("resource", ""))):
-            return queues(*args, **kwargs)
-        return base(*args, **kwargs)
-
-    return _with_resource_help(base, get, "trainjobs | pods | runtimes (clustertrainingruntimes, trainingruntimes) "
-                               "| queues (clusterqueues, localqueues)",
-                               "List or show TrainJobs, their pods, the training runtimes, or the Kueue queues.")
-
-
-def with_queues_describe(base: Callable[..., Any]) -> Callable[..., Any]:
-    """`describe` that also knows `queue` / `clusterqueue` / `localqueue`."""
-
-    @handles_errors
-    def queue(ctx: typer.Context, resource: str, name: str, output_format: str | None = None,
-              kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None,
-              **_: Any) -> None:
-        check_describe_format(output_format)
-        given = bool(namespace or globals_of(ctx).namespace)
-        with connect(ctx, kubeconfig, context, namespace) as cluster:
-            if output_format is not None:
-                output.dump(queue_object(cluster, queue_kind(resource) or "queues", name, given), output_format)
-                return
-            text = run_describe(cluster, queue_kind(resource) or "queues", name, given)
-        sys.stdout.write(text)
-
-    @functools.wraps(base)
-    def describe(*args: Any, **kwargs: Any) -> Any:
-        if queue_kind(str(kwargs.get("resource", ""))):
-            return queue(*args, **kwargs)
-        return base(*args, **kwargs)
-
-    return _with_resource_help(base, describe, "trainjob | queue (clusterqueue, localqueue)",
-                               "Describe a TrainJob (spec, conditions, pods, events) or a queue (quota, use, "
-                               "pending workloads in order and why they wait).")
+def describe_queue(conn: Connection, kind: str, name: str, fmt: str | None, namespace_given: bool) -> None:
+    """`describe queue|clusterqueue|localqueue NAME` (`-o json|yaml`: the object)."""
+    if fmt is not None:
+        output.dump(queue_object(conn, kind, name, namespace_given), fmt)
+        return
+    sys.stdout.write(describe_text(conn, kind, name, namespace_given))

@@ -8,22 +8,19 @@ else `status.flavorsUsage`.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any
 
-from mpijob.api.quantity import parse_quantity
-from mpijob.cli.views import _indented_table, _kv, age
-
-Obj = dict[str, Any]
+from mpijob.api import Obj
+from mpijob.api import names as vocab
+from mpijob.api.durations import age
+from mpijob.api.quantity import shortest
+from mpijob.cli.output import indented_table, kv
 
 CQ_COLUMNS = ["NAME", "COHORT", "STRATEGY", "PENDING", "ADMITTED", "USAGE"]
 CQ_WIDE = ["RESERVING", "PREEMPTION", "WEIGHT", "AGE"]
 LQ_COLUMNS = ["NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "ADMITTED"]
 LQ_WIDE = ["RESERVING", "USAGE", "AGE"]
-BYTES = re.compile(r"memory|storage")
-UNITS = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10),
-         ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
 
 
 def _spec(obj: Obj) -> Obj:
@@ -43,17 +40,8 @@ def _count(obj: Obj, key: str) -> str:
 
 
 def quantity(value: Any, resource: str = "memory") -> str:
-    """A quantity for people: plain byte counts of memory/storage (as usage is often written) get a
-    suffix when exact (the shortest form), `8589934592` → `8Gi`; anything else is shown as written."""
-    text = str(value)
-    if not text.isdigit() or not BYTES.search(resource):
-        return text
-    try:
-        n = int(parse_quantity(text))
-    except ValueError:
-        return text
-    forms = [f"{n // size}{suffix}" for suffix, size in UNITS if n >= size and n % size == 0]
-    return min(forms + [text], key=len)
+    """A quantity for people (`mpijob.api.quantity.shortest`): `8589934592` bytes → `8Gi`."""
+    return shortest(value, resource)
 
 
 def cohort(cq: Obj) -> str:
@@ -132,13 +120,14 @@ def local_queue_row(lq: Obj, wide: bool, namespace: bool = True, now: datetime |
 # -- describe -------------------------------------------------------------------------------------
 
 
-def condition(obj: Obj, kind: str) -> Obj | None:
+def status_condition(obj: Obj, kind: str) -> Obj | None:
+    """The condition of this type whatever its status (a queue's `Active=False` says why), else None."""
     return next((c for c in _status(obj).get("conditions") or [] if c.get("type") == kind), None)
 
 
 def active(queue: Obj) -> str:
     """A queue's `Active` condition in one line: `True`, `False (Reason: message)`, or `-` when unset."""
-    c = condition(queue, "Active")
+    c = status_condition(queue, vocab.ACTIVE)
     if not c:
         return "-"
     if c.get("status") == "True":
@@ -150,7 +139,7 @@ def inactive_notes(queues: list[Obj]) -> list[str]:
     """For `get`: one line per queue whose `Active` condition is False, saying why (Kueue's words)."""
     notes = []
     for q in queues:
-        c = condition(q, "Active")
+        c = status_condition(q, vocab.ACTIVE)
         if c and c.get("status") == "False":
             meta = _meta(q)
             name = f"{meta['namespace']}/{meta.get('name', '')}" if meta.get("namespace") else meta.get("name", "")
@@ -162,7 +151,7 @@ def pending_message(workload: Obj | None) -> str:
     """Why a Workload waits: its `QuotaReserved` False message (Kueue's words), else `-`."""
     if not workload:
         return "-"
-    c = condition(workload, "QuotaReserved")
+    c = status_condition(workload, vocab.QUOTA_RESERVED)
     if c and c.get("status") == "False" and c.get("message"):
         return " ".join(str(c["message"]).split())
     return "-"
@@ -205,12 +194,12 @@ def _quota_table(cq: Obj, usage_of: Obj | None = None) -> list[str]:
                      quantity(q["borrowingLimit"], resource) if "borrowingLimit" in q else "-",
                      quantity(q["lendingLimit"], resource) if "lendingLimit" in q else "-",
                      quantity(entry.get("total", 0), resource), quantity(entry.get("borrowed", 0), resource)])
-    return _indented_table(["FLAVOR", "RESOURCE", "NOMINAL", "BORROWING LIMIT", "LENDING LIMIT", "IN USE",
+    return indented_table(["FLAVOR", "RESOURCE", "NOMINAL", "BORROWING LIMIT", "LENDING LIMIT", "IN USE",
                             "BORROWED"], rows)
 
 
 def _conditions(obj: Obj) -> list[str]:
-    return _indented_table(
+    return indented_table(
         ["TYPE", "STATUS", "REASON", "MESSAGE"],
         [[str(c.get("type", "")), str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", ""))]
          for c in _status(obj).get("conditions") or []],
@@ -220,7 +209,7 @@ def _conditions(obj: Obj) -> list[str]:
 def _pending_section(out: list[str], pending: list[Obj] | None, workloads: dict[tuple[str, str], Obj],
                      note: str, now: datetime | None) -> None:
     out.append("Pending Workloads:" + (f"  ({note})" if note else ""))
-    out += _indented_table(PENDING_COLUMNS, pending_rows(pending or [], workloads, now))
+    out += indented_table(PENDING_COLUMNS, pending_rows(pending or [], workloads, now))
 
 
 def _selector(sel: Any) -> str:
@@ -243,29 +232,29 @@ def describe_cluster_queue(
     p = spec.get("preemption") or {}
     borrow = p.get("borrowWithinCohort") or {}
     out: list[str] = []
-    _kv(out, "Name", meta.get("name"))
-    _kv(out, "Kind", "ClusterQueue")
-    _kv(out, "Created", f"{meta.get('creationTimestamp')} ({age(meta.get('creationTimestamp'), now)} ago)")
-    _kv(out, "Cohort", cohort(cq) or "<none>")
-    _kv(out, "Strategy", spec.get("queueingStrategy") or "BestEffortFIFO")
-    _kv(out, "Namespaces", _selector(spec.get("namespaceSelector")))
-    _kv(out, "Stop Policy", spec.get("stopPolicy") or "None")
-    _kv(out, "Active", active(cq))
-    _kv(out, "Fair Sharing", f"weight {weight(cq)}, weighted share "
+    kv(out, "Name", meta.get("name"))
+    kv(out, "Kind", "ClusterQueue")
+    kv(out, "Created", f"{meta.get('creationTimestamp')} ({age(meta.get('creationTimestamp'), now)} ago)")
+    kv(out, "Cohort", cohort(cq) or "<none>")
+    kv(out, "Strategy", spec.get("queueingStrategy") or "BestEffortFIFO")
+    kv(out, "Namespaces", _selector(spec.get("namespaceSelector")))
+    kv(out, "Stop Policy", spec.get("stopPolicy") or "None")
+    kv(out, "Active", active(cq))
+    kv(out, "Fair Sharing", f"weight {weight(cq)}, weighted share "
         f"{(_status(cq).get('fairSharing') or {}).get('weightedShare', 0)}")
     out.append("Preemption:")
-    _kv(out, "Within ClusterQueue", p.get("withinClusterQueue") or "Never", 2)
-    _kv(out, "Reclaim Within Cohort", p.get("reclaimWithinCohort") or "Never", 2)
+    kv(out, "Within ClusterQueue", p.get("withinClusterQueue") or "Never", 2)
+    kv(out, "Reclaim Within Cohort", p.get("reclaimWithinCohort") or "Never", 2)
     threshold = f" (max priority {borrow['maxPriorityThreshold']})" if "maxPriorityThreshold" in borrow else ""
-    _kv(out, "Borrow Within Cohort", f"{borrow.get('policy') or 'Never'}{threshold}", 2)
+    kv(out, "Borrow Within Cohort", f"{borrow.get('policy') or 'Never'}{threshold}", 2)
     out.append("Workloads:")
-    _kv(out, "Pending", _count(cq, "pendingWorkloads"), 2)
-    _kv(out, "Reserving", _count(cq, "reservingWorkloads"), 2)
-    _kv(out, "Admitted", _count(cq, "admittedWorkloads"), 2)
+    kv(out, "Pending", _count(cq, "pendingWorkloads"), 2)
+    kv(out, "Reserving", _count(cq, "reservingWorkloads"), 2)
+    kv(out, "Admitted", _count(cq, "admittedWorkloads"), 2)
     out.append("Quota:")
     out += _quota_table(cq)
     out.append("Local Queues:")
-    out += _indented_table(LQ_COLUMNS, [local_queue_row(lq, False, now=now) for lq in local_queues])
+    out += indented_table(LQ_COLUMNS, [local_queue_row(lq, False, now=now) for lq in local_queues])
     _pending_section(out, pending, workloads, note, now)
     out.append("Conditions:")
     out += _conditions(cq)
@@ -279,25 +268,25 @@ def describe_local_queue(
     """A LocalQueue: its ClusterQueue's quota (shared), this queue's use, and who waits in which order."""
     meta, spec = _meta(lq), _spec(lq)
     out: list[str] = []
-    _kv(out, "Name", meta.get("name"))
-    _kv(out, "Namespace", meta.get("namespace"))
-    _kv(out, "Kind", "LocalQueue")
-    _kv(out, "Created", f"{meta.get('creationTimestamp')} ({age(meta.get('creationTimestamp'), now)} ago)")
-    cq_active = condition(cq, "Active") if cq is not None else None
+    kv(out, "Name", meta.get("name"))
+    kv(out, "Namespace", meta.get("namespace"))
+    kv(out, "Kind", "LocalQueue")
+    kv(out, "Created", f"{meta.get('creationTimestamp')} ({age(meta.get('creationTimestamp'), now)} ago)")
+    cq_active = status_condition(cq, vocab.ACTIVE) if cq is not None else None
     why = ("  (not found)" if cq is None else
            f"  (inactive: {cq_active.get('message', '')})" if cq_active and cq_active.get("status") == "False" else "")
-    _kv(out, "ClusterQueue", f"{spec.get('clusterQueue', '')}{why}")
-    _kv(out, "Stop Policy", spec.get("stopPolicy") or "None")
-    _kv(out, "Active", active(lq))
+    kv(out, "ClusterQueue", f"{spec.get('clusterQueue', '')}{why}")
+    kv(out, "Stop Policy", spec.get("stopPolicy") or "None")
+    kv(out, "Active", active(lq))
     if cq is not None:
-        _kv(out, "Cohort", cohort(cq) or "<none>")
-        _kv(out, "Strategy", _spec(cq).get("queueingStrategy") or "BestEffortFIFO")
+        kv(out, "Cohort", cohort(cq) or "<none>")
+        kv(out, "Strategy", _spec(cq).get("queueingStrategy") or "BestEffortFIFO")
     out.append("Workloads:")
-    _kv(out, "Pending", _count(lq, "pendingWorkloads"), 2)
-    _kv(out, "Reserving", _count(lq, "reservingWorkloads"), 2)
-    _kv(out, "Admitted", _count(lq, "admittedWorkloads"), 2)
+    kv(out, "Pending", _count(lq, "pendingWorkloads"), 2)
+    kv(out, "Reserving", _count(lq, "reservingWorkloads"), 2)
+    kv(out, "Admitted", _count(lq, "admittedWorkloads"), 2)
     out.append("Usage (this queue):")
-    out += _indented_table(["FLAVOR", "RESOURCE", "IN USE"],
+    out += indented_table(["FLAVOR", "RESOURCE", "IN USE"],
                            [[f, r, quantity(e.get("total", 0), r)] for (f, r), e in used(lq).items()])
     if cq is not None:
         out.append(f"Quota (ClusterQueue {_meta(cq).get('name', '')}, shared):")
@@ -316,7 +305,7 @@ def fallback_pending(workloads: list[Obj], local_queues: set[tuple[str, str]]) -
         meta, spec = _meta(wl), _spec(wl)
         if (str(meta.get("namespace", "")), str(spec.get("queueName", ""))) not in local_queues:
             continue
-        if any(c.get("type") in ("QuotaReserved", "Finished") and c.get("status") == "True"
+        if any(c.get("type") in (vocab.QUOTA_RESERVED, vocab.FINISHED) and c.get("status") == "True"
                for c in _status(wl).get("conditions") or []):
             continue
         waiting.append({"metadata": {k: meta[k] for k in ("name", "namespace", "creationTimestamp", "ownerReferences")

@@ -1,17 +1,14 @@
 """`mpijob run -f FILE` (or `run trainjob NAME … -- COMMAND`): create a TrainJob, show its progress,
 stream the launcher, exit with its fate."""
 
-from __future__ import annotations
-
 import sys
 import threading
-import time
 from contextlib import AbstractContextManager, nullcontext
-from typing import IO, Annotated, Any, Optional
+from typing import IO, TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from mpijob.api import errors
+from mpijob.api import Obj
 from mpijob.cli import output
 from mpijob.cli.create_cmd import (
     CpuOpt,
@@ -38,19 +35,13 @@ from mpijob.cli.session import (
     globals_of,
     handles_errors,
 )
-from mpijob.client import builder
-from mpijob.client.api import Cluster, display_name, resource_for
-from mpijob.client.errors import ServerUnavailable, WaitTimeout
-from mpijob.client.logs import stream_pod
-from mpijob.client.phase import job_phase
-from mpijob.client.wait import (
-    Outcome,
-    wait_for_finish,
-    wait_for_launcher,
-    wait_until_gone,
-)
+from mpijob.client.builder import DEFAULT_RUNTIME
 
-Obj = dict[str, Any]
+if TYPE_CHECKING:
+    from mpijob.client.connection import Connection
+    from mpijob.client.errors import WaitTimeout
+    from mpijob.client.wait import JobEnd
+
 LOG_DRAIN_SECONDS = 10.0  # after the job ends, how long the launcher log may take to finish arriving
 
 
@@ -76,23 +67,24 @@ class Progress:
             output.info(text)
 
 
-def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-
-def _copy_log(cluster: Cluster, pod: str, out: IO[str]) -> None:
+def _copy_log(conn: "Connection", pod: str, out: IO[str]) -> None:
     """Follow one pod's log onto `out` until its container ends: what the ranks printed, as
     `kubectl logs` shows it (`mpijob logs NAME` adds each line's pod and rank)."""
-    for line in stream_pod(cluster, pod):
+    from mpijob.client.logs import stream_pod
+
+    for line in stream_pod(conn, pod):
         out.write(line.text + "\n")
         out.flush()
 
 
-def _stream_in_background(cluster: Cluster, pod: str, out: IO[str]) -> threading.Thread:
+def _stream_in_background(conn: "Connection", pod: str, out: IO[str]) -> threading.Thread:
+    from mpijob.api.errors import ApiError
+    from mpijob.client.errors import Unreachable
+
     def pump() -> None:
         try:
-            _copy_log(cluster, pod, out)
-        except (errors.ApiError, ServerUnavailable) as exc:  # the job's outcome still decides the exit code
+            _copy_log(conn, pod, out)
+        except (ApiError, Unreachable, TimeoutError) as exc:  # the job's outcome still decides the exit code
             output.info(f"log stream of {pod} ended early: {exc}")
 
     thread = threading.Thread(target=pump, name=f"log-{pod}", daemon=True)
@@ -100,17 +92,19 @@ def _stream_in_background(cluster: Cluster, pod: str, out: IO[str]) -> threading
     return thread
 
 
-def follow_job(cluster: Cluster, name: str, timeout: float | None, log_to: IO[str] | None = None) -> Outcome:
+def follow_job(conn: "Connection", name: str, timeout: float | None, log_to: IO[str] | None = None) -> "JobEnd":
     """Wait for the launcher, stream its log (to stdout unless `log_to`), and return how the job ended."""
-    deadline = None if timeout is None else time.monotonic() + timeout
+    from mpijob.client.wait import Deadline, wait_for_finish, wait_for_launcher
+
+    deadline = Deadline(timeout)
     progress = Progress(name)
     with progress.spinner():
-        launcher = wait_for_launcher(cluster, name, timeout=_remaining(deadline), progress=progress)
+        launcher = conn.run(wait_for_launcher(conn.namespace, name, deadline.remaining(), progress=progress))
     stream = None
     if launcher is not None:
         output.info(f"trainjob {name}: launcher {launcher['metadata']['name']} started; its log follows")
-        stream = _stream_in_background(cluster, launcher["metadata"]["name"], log_to or sys.stdout)
-    result = wait_for_finish(cluster, name, timeout=_remaining(deadline))
+        stream = _stream_in_background(conn, launcher["metadata"]["name"], log_to or sys.stdout)
+    result = conn.run(wait_for_finish(conn.namespace, name, deadline.remaining()))
     if stream is not None:
         stream.join(LOG_DRAIN_SECONDS)
     return result
@@ -122,12 +116,16 @@ def run_summary(job: Obj, status: str, message: str) -> Obj:
     return {"name": meta["name"], "namespace": meta.get("namespace", ""), "status": status, "message": message}
 
 
-def _timed_out(cluster: Cluster, job: Obj, fmt: str, exc: WaitTimeout) -> None:
+def _timed_out(conn: "Connection", job: Obj, fmt: str, exc: "WaitTimeout") -> None:
     """Print where the job stood, then let the contract's timeout code be the exit."""
+    from mpijob.api.errors import ApiError
+    from mpijob.client.errors import Unreachable
+    from mpijob.client.phase import job_phase
+
     name = job["metadata"]["name"]
     try:
-        phase, _ = job_phase(cluster.get_trainjob(name), cluster.job_pods(name))
-    except (errors.ApiError, ServerUnavailable):
+        phase, _ = job_phase(conn.get_trainjob(name), conn.job_pods(name))
+    except (ApiError, Unreachable, TimeoutError):
         phase = "Unknown"
     output.dump(run_summary(job, phase, str(exc)), fmt)
 
@@ -145,7 +143,7 @@ def run(
     env: EnvOpt = None,
     queue: QueueOpt = None,
     priority: PriorityOpt = None,
-    runtime: RuntimeOpt = builder.DEFAULT_RUNTIME,
+    runtime: RuntimeOpt = DEFAULT_RUNTIME,
     image: ImageOpt = None,
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Give up after this many seconds "
                                                      "(exit 7; the job keeps running).", show_default=False)] = None,
@@ -162,37 +160,40 @@ def run(
     x.py`), stream its launcher's log; exit 0 if it Completes, 1 if it Fails."""
     if output_format is not None and output_format not in ("json", "yaml"):
         raise UsageError(f"run --output {output_format!r} is not supported; use json or yaml")
+    from mpijob.api.errors import ApiError
+    from mpijob.client.core import display_name, resource_for
+    from mpijob.client.errors import InvalidArgument, WaitTimeout
+    from mpijob.client.wait import wait_until_gone
+
     objects = objects_to_create(filename, words, "run", num_nodes=nodes, num_proc_per_node=procs_per_node,
                                 gpus=gpus, cpu=cpu, memory=memory, env=env, queue=queue, priority=priority,
                                 runtime=runtime, image=image)
     jobs = [o for o in objects if isinstance(o, dict) and o.get("kind") == "TrainJob"]
     if len(jobs) != 1:
-        raise errors.ApiError(
-            400, "BadRequest", f"run needs exactly one TrainJob in {', '.join(filename or [])}, found {len(jobs)}; "
-            "use `mpijob create -f` for several"
-        )
-    with connect(ctx, kubeconfig, context, namespace) as cluster:
+        raise InvalidArgument("-f", ", ".join(filename or []), f"has {len(jobs)} TrainJobs, and run needs exactly "
+                              "one", "use `mpijob create -f` for several")
+    with connect(ctx, kubeconfig, context, namespace) as conn:
         name = (jobs[0].get("metadata") or {}).get("name")
         if replace and name:
-            ns = (jobs[0].get("metadata") or {}).get("namespace")
+            ns = (jobs[0].get("metadata") or {}).get("namespace") or conn.namespace
             try:
-                cluster.delete_trainjob(name, ns)
+                conn.delete_trainjob(name, ns)
                 output.info(f"trainjob {name}: deleted the previous run (--replace)")
-                wait_until_gone(cluster, name, ns)
-            except errors.ApiError as exc:
+                conn.run(wait_until_gone(ns, name))
+            except ApiError as exc:
                 if exc.code != 404:
                     raise
-        created = create_all(cluster, objects, namespace or globals_of(ctx).namespace)
+        created = create_all(conn, objects, namespace or globals_of(ctx).namespace)
         for obj in created:
             output.info(f"{display_name(resource_for(obj), obj['metadata']['name'])} created")
         job = next(o for o in created if o.get("kind") == "TrainJob")
         name = job["metadata"]["name"]
-        cluster.namespace = job["metadata"].get("namespace") or cluster.namespace
+        conn.namespace = job["metadata"].get("namespace") or conn.namespace
         try:
-            result = follow_job(cluster, name, timeout, sys.stderr if output_format else None)
+            result = follow_job(conn, name, timeout, sys.stderr if output_format else None)
         except WaitTimeout as exc:
             if output_format:
-                _timed_out(cluster, job, output_format, exc)
+                _timed_out(conn, job, output_format, exc)
             raise
         except KeyboardInterrupt:
             output.info(f"interrupted; trainjob {name} keeps running: `mpijob logs {name} -f` to follow it, "

@@ -1,23 +1,22 @@
 """`mpijob server start|run|stop|status` and `mpijob kubeconfig`: the local cluster's lifecycle."""
 
-from __future__ import annotations
-
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from mpijob.cli import output
 from mpijob.cli.exitcodes import Exit
 from mpijob.cli.session import handles_errors
-from mpijob.client.config import local_kubeconfig
-from mpijob.store import supervisor
 from mpijob.store.home import Home
 
-server_app = typer.Typer(help="Run the local cluster (state in $MPIJOB_HOME).", no_args_is_help=True)
+if TYPE_CHECKING:
+    from mpijob.store import supervisor
+
+server_app = typer.Typer(help="Run the local cluster (state in $MPIJOB_HOME).", no_args_is_help=True, rich_markup_mode=None)
 
 
-def _print_info(info: supervisor.ServerInfo) -> None:
+def _print_info(info: "supervisor.ServerInfo") -> None:
     for key, value in info.to_dict().items():
         print(f"{key.replace('_', ' ') + ':':<14}{value}")
 
@@ -30,6 +29,8 @@ def start(
         help="Override detected capacity, e.g. nvidia.com/gpu=8,cpu=16,memory=64Gi (any subset).")] = "",
 ) -> None:
     """Start the local cluster in the background; return once it serves requests."""
+    from mpijob.store import supervisor  # its imports (ssl, urllib, subprocess) only when used
+
     home = Home.default()
     if capacity:
         from mpijob.api.kueue.capacity import parse_capacity
@@ -63,14 +64,18 @@ def run(
 
         parse_capacity(capacity)
         os.environ["MPIJOB_CAPACITY"] = capacity
+    from mpijob.cli.main import app
     from mpijob.server import daemon  # the server's own code, loaded only to become the server
 
+    app.teardown = True  # a server ends the ordinary way: its own atexit work included
     daemon.run(Home.default().ensure())
 
 
 @server_app.command("stop")
 def stop(timeout: Annotated[float, typer.Option(help="Seconds before SIGKILL.")] = 30) -> None:
     """Stop the local cluster (jobs keep their records and logs; running ones are ended)."""
+    from mpijob.store import supervisor  # its imports (ssl, urllib, subprocess) only when used
+
     home = Home.default()
     if supervisor.stop(home, timeout=timeout):
         output.info(f"local cluster in {home.root} stopped")
@@ -83,6 +88,8 @@ def status(
     output_format: Annotated[str, typer.Option("--output", "-o", help="`json` for machines.")] = "",
 ) -> None:
     """Print url, pid, kubeconfig, home, sandbox mode and version; exit 8 when not running."""
+    from mpijob.store import supervisor  # its imports (ssl, urllib, subprocess) only when used
+
     home = Home.default()
     info = supervisor.status(home)
     if info is None:
@@ -100,4 +107,6 @@ def kubeconfig() -> None:
 
     Use it with kubectl: kubectl --kubeconfig "$(mpijob kubeconfig)" get trainjobs
     """
+    from mpijob.client.config import local_kubeconfig
+
     print(local_kubeconfig(start=True))

@@ -1,7 +1,9 @@
-"""Global options (`--kubeconfig`, `--context`, `-n`) and turning them into a connected `Cluster`.
+"""Global options (`--kubeconfig`, `--context`, `-n`), turning them into a `Connection`, and turning
+failures into the exit-code contract.
 
 The options are accepted both before the command (`mpijob -n x get pods`) and after it
-(`mpijob get pods -n x`), like kubectl; the command's own value wins.
+(`mpijob get pods -n x`), like kubectl; the command's own value wins. The connection (and httpx with
+it) is imported only when a command connects, so `--help` and usage errors stay quick.
 """
 
 from __future__ import annotations
@@ -11,16 +13,15 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Optional, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Optional, ParamSpec, TypeVar
 
 import typer
 
-from mpijob.api.errors import ApiError
 from mpijob.cli import output
-from mpijob.cli.exitcodes import UsageError, for_exception
-from mpijob.client.api import Cluster
-from mpijob.client.config import resolve
-from mpijob.client.errors import ServerUnavailable, WaitTimeout
+from mpijob.cli.exitcodes import exit_code
+
+if TYPE_CHECKING:
+    from mpijob.client.connection import Connection
 
 KubeconfigOpt = Annotated[
     Optional[str],
@@ -48,11 +49,18 @@ def globals_of(ctx: typer.Context) -> Globals:
     return root.obj
 
 
-def connect(ctx: typer.Context, kubeconfig: str | None, context: str | None, namespace: str | None) -> Cluster:
-    """Resolve the target cluster (starting the local one if needed) and connect to it."""
+def namespace_given(ctx: typer.Context, namespace: str | None) -> bool:
+    """Whether `-n` was given, before or after the command."""
+    return bool(namespace or globals_of(ctx).namespace)
+
+
+def connect(ctx: typer.Context, kubeconfig: str | None, context: str | None, namespace: str | None) -> Connection:
+    """Choose the cluster (starting the local one if needed) and connect to it."""
+    from mpijob.client.config import choose_cluster
+    from mpijob.client.connection import Connection
+
     g = globals_of(ctx)
-    target = resolve(kubeconfig or g.kubeconfig, context or g.context, namespace or g.namespace)
-    return Cluster(target)
+    return Connection(choose_cluster(kubeconfig or g.kubeconfig, context or g.context, namespace or g.namespace))
 
 
 TRAINJOB_NAMES = ("trainjob", "trainjobs", "tj")  # what the commands accept for the resource word
@@ -61,15 +69,12 @@ R = TypeVar("R")
 
 
 def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Print API/transport errors the documented way and exit with the contract's code."""
+    """Print failures the documented way and exit with the contract's code."""
 
     @functools.wraps(fn)
     def inner(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except (ApiError, ServerUnavailable, WaitTimeout, UsageError) as exc:
-            output.error(exc)
-            raise typer.Exit(int(for_exception(exc))) from None
         except KeyboardInterrupt:
             output.info("interrupted")
             raise typer.Exit(130) from None
@@ -77,5 +82,11 @@ def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())  # so the exit-time flush does not complain
             raise typer.Exit(0) from None
+        except Exception as exc:
+            code = exit_code(exc)
+            if code is None:
+                raise
+            output.error(exc)
+            raise typer.Exit(int(code)) from None
 
     return inner

@@ -5,13 +5,10 @@ same on a real cluster: suspending stops the job and frees its quota, resuming p
 queue (Kueue admits it again before it runs).
 """
 
-from __future__ import annotations
-
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mpijob.api.resources import TRAINJOBS
 from mpijob.cli.exitcodes import UsageError
 from mpijob.cli.session import (
     TRAINJOB_NAMES,
@@ -21,16 +18,18 @@ from mpijob.cli.session import (
     connect,
     handles_errors,
 )
-from mpijob.client.api import Cluster, display_name
 
-MERGE_PATCH = "application/merge-patch+json"
+if TYPE_CHECKING:
+    from mpijob.client.connection import Connection
+
 PAST = {"suspend": "suspended", "resume": "resumed"}
 
 
-def set_suspend(cluster: Cluster, name: str, suspend: bool) -> None:
+def set_suspend(conn: "Connection", name: str, suspend: bool) -> None:
     """Merge-patch `spec.suspend` of a TrainJob in the connection's namespace (404 when it is missing)."""
-    path = f"/apis/{TRAINJOBS.group}/{TRAINJOBS.version}/namespaces/{cluster.namespace}/{TRAINJOBS.plural}/{name}"
-    cluster.request("PATCH", path, body={"spec": {"suspend": suspend}}, content_type=MERGE_PATCH)
+    from mpijob.client import core
+
+    conn.run(core.set_suspend(conn.namespace, name, suspend))
 
 
 def _run(ctx: typer.Context, verb: str, resource: str, name: str, suspend: bool,
@@ -38,8 +37,11 @@ def _run(ctx: typer.Context, verb: str, resource: str, name: str, suspend: bool,
     if resource.lower() not in TRAINJOB_NAMES:
         raise UsageError(f"cannot {verb} {resource!r}: only TrainJobs can be "
                          f"{PAST[verb]}; use: mpijob {verb} trainjob NAME")
-    with connect(ctx, kubeconfig, context, namespace) as cluster:
-        set_suspend(cluster, name, suspend)
+    from mpijob.api.resources import TRAINJOBS
+    from mpijob.client.core import display_name
+
+    with connect(ctx, kubeconfig, context, namespace) as conn:
+        set_suspend(conn, name, suspend)
     print(f"{display_name(TRAINJOBS, name)} {PAST[verb]}")
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING
 
-from mpijob.client.phase import ROLE_LABEL, job_phase, pod_status
+from mpijob.api import Obj
+from mpijob.api import names as vocab
+from mpijob.api.durations import age
+from mpijob.cli.output import indented_table, kv
+from mpijob.client.phase import job_phase, pod_status
 
-Obj = dict[str, Any]
+if TYPE_CHECKING:
+    from mpijob.client.wait import JobState
 
 TRAINJOB_COLUMNS = ["NAME", "STATE", "NODES", "AGE"]
 TRAINJOB_WIDE = ["RUNTIME", "MESSAGE"]
@@ -17,49 +22,16 @@ RUNTIME_COLUMNS = ["NAME", "KIND", "FRAMEWORK", "AGE"]
 RUNTIME_WIDE = ["MPI", "PROCS/NODE", "LAUNCHER-AS-NODE"]
 
 
-def parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def human_duration(seconds: float) -> str:
-    """kubectl's `HumanDuration`: 45s, 5m30s, 42m, 3h10m, 20h, 3d4h, 40d, 2y10d."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
-    return f"{hours // 24 // 365}y"
-
-
-def age(timestamp: str | None, now: datetime | None = None) -> str:
-    t = parse_time(timestamp)
-    if t is None:
-        return "<unknown>"
-    return human_duration(((now or datetime.now(timezone.utc)) - t).total_seconds())
+def state_line(state: JobState) -> str:
+    """A job's progress in one line: `Queued · position 1 in queue team · 0/2 pods ready · why`."""
+    parts = [state.phase]
+    if state.position is not None:
+        parts.append(f"position {state.position} in queue {state.queue}")
+    if state.pods_total:
+        parts.append(f"{state.pods_ready}/{state.pods_total} pods ready")
+    if state.message:
+        parts.append(state.message)
+    return " · ".join(parts)
 
 
 def _meta(obj: Obj) -> Obj:
@@ -100,14 +72,14 @@ def pod_row(pod: Obj, wide: bool, now: datetime | None = None) -> list[str]:
            age(_meta(pod).get("creationTimestamp"), now)]
     if wide:
         labels = _meta(pod).get("labels") or {}
-        row += [labels.get(ROLE_LABEL, "-"), labels.get("jobset.sigs.k8s.io/jobset-name", "-")]
+        row += [labels.get(vocab.LABEL_RJOB_NAME, "-"), labels.get(vocab.LABEL_JOBSET_NAME, "-")]
     return row
 
 
 def runtime_row(runtime: Obj, wide: bool, now: datetime | None = None) -> list[str]:
     labels = _meta(runtime).get("labels") or {}
     row = [_meta(runtime).get("name", ""), runtime.get("kind", ""),
-           labels.get("trainer.kubeflow.org/framework", "-"), age(_meta(runtime).get("creationTimestamp"), now)]
+           labels.get(vocab.LABEL_FRAMEWORK, "-"), age(_meta(runtime).get("creationTimestamp"), now)]
     if wide:
         mpi = (((runtime.get("spec") or {}).get("mlPolicy") or {}).get("mpi")) or {}
         row += [
@@ -116,10 +88,6 @@ def runtime_row(runtime: Obj, wide: bool, now: datetime | None = None) -> list[s
             str(mpi.get("runLauncherAsNode", False)).lower() if mpi else "-",
         ]
     return row
-
-
-def _kv(lines: list[str], key: str, value: Any, indent: int = 0) -> None:
-    lines.append(f"{' ' * indent}{key + ':':<{max(18 - indent, len(key) + 2)}}{'' if value is None else value}")
 
 
 def describe_trainjob(
@@ -131,61 +99,50 @@ def describe_trainjob(
     trainer = spec.get("trainer") or {}
     phase, message = job_phase(trainjob, pods, waiting)
     out: list[str] = []
-    _kv(out, "Name", meta.get("name"))
-    _kv(out, "Namespace", meta.get("namespace"))
-    _kv(out, "Labels", ", ".join(f"{k}={v}" for k, v in (meta.get("labels") or {}).items()) or "<none>")
-    _kv(out, "Created", f"{meta.get('creationTimestamp')} ({age(meta.get('creationTimestamp'), now)} ago)")
-    _kv(out, "State", phase)
+    kv(out, "Name", meta.get("name"))
+    kv(out, "Namespace", meta.get("namespace"))
+    kv(out, "Labels", ", ".join(f"{k}={v}" for k, v in (meta.get("labels") or {}).items()) or "<none>")
+    kv(out, "Created", f"{meta.get('creationTimestamp')} ({age(meta.get('creationTimestamp'), now)} ago)")
+    kv(out, "State", phase)
     if message:
-        _kv(out, "Message", message)
-    _kv(out, "Runtime", runtime_ref(trainjob) + ("" if runtime is not None else "  (not found)"))
+        kv(out, "Message", message)
+    kv(out, "Runtime", runtime_ref(trainjob) + ("" if runtime is not None else "  (not found)"))
     out.append("Trainer:")
-    _kv(out, "Nodes", num_nodes(trainjob, runtime), 2)
+    kv(out, "Nodes", num_nodes(trainjob, runtime), 2)
     if "numProcPerNode" in trainer:
-        _kv(out, "Procs per node", trainer["numProcPerNode"], 2)
+        kv(out, "Procs per node", trainer["numProcPerNode"], 2)
     for key, label in (("image", "Image"), ("command", "Command"), ("args", "Args")):
         if key in trainer:
             value = trainer[key]
-            _kv(out, label, " ".join(map(str, value)) if isinstance(value, list) else value, 2)
+            kv(out, label, " ".join(map(str, value)) if isinstance(value, list) else value, 2)
     if trainer.get("resourcesPerNode"):
-        _kv(out, "Resources", trainer["resourcesPerNode"], 2)
+        kv(out, "Resources", trainer["resourcesPerNode"], 2)
     if trainer.get("env"):
         out.append("  Env:")
         for e in trainer["env"]:
             out.append(f"    {e.get('name')}={e.get('value', '<from ' + str(list(e.get('valueFrom', {}))) + '>')}")
     if spec.get("suspend") is not None:
-        _kv(out, "Suspend", str(spec["suspend"]).lower())
+        kv(out, "Suspend", str(spec["suspend"]).lower())
     out.append("Conditions:")
     conditions = status.get("conditions") or []
-    out += _indented_table(
+    out += indented_table(
         ["TYPE", "STATUS", "REASON", "LAST TRANSITION", "MESSAGE"],
         [[c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("lastTransitionTime", ""),
           c.get("message", "")] for c in conditions],
     )
     out.append("Jobs Status:")
-    out += _indented_table(
+    out += indented_table(
         ["NAME", "READY", "SUCCEEDED", "FAILED", "ACTIVE", "SUSPENDED"],
         [[str(j.get(k, "")) for k in ("name", "ready", "succeeded", "failed", "active", "suspended")]
          for j in status.get("jobsStatus") or []],
     )
     out.append("Pods:")
-    out += _indented_table(POD_COLUMNS + ["ROLE"], [pod_row(p, True, now)[:-1] for p in pods])
+    out += indented_table(POD_COLUMNS + ["ROLE"], [pod_row(p, True, now)[:-1] for p in pods])
     out.append("Events:")
-    out += _indented_table(
+    out += indented_table(
         ["LAST SEEN", "TYPE", "REASON", "FROM", "MESSAGE"],
         [[age(e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp"), now), e.get("type", ""),
           e.get("reason", ""), (e.get("source") or {}).get("component") or e.get("reportingComponent", ""),
           str(e.get("message", "")).strip()] for e in events],
     )
     return "\n".join(out) + "\n"
-
-
-def _indented_table(columns: list[str], rows: list[list[str]]) -> list[str]:
-    if not rows:
-        return ["  <none>"]
-    widths = [max(len(str(r[i])) for r in [columns, *rows]) for i in range(len(columns))]
-    lines = []
-    for r in [columns, *rows]:
-        cells = [str(c).ljust(w) for c, w in zip(r, widths)]
-        lines.append(("  " + "   ".join(cells)).rstrip())
-    return lines

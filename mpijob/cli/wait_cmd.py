@@ -4,18 +4,19 @@ For CI pipelines the exit code is the answer (0 reached · 1 the job failed · t
 code); people on a terminal also get a live line with the phase, queue position and pods ready.
 """
 
-from __future__ import annotations
-
 import sys
 from contextlib import AbstractContextManager, nullcontext
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from mpijob.cli import output
 from mpijob.cli.exitcodes import Exit
+from mpijob.cli.flags import parse_duration
 from mpijob.cli.session import ContextOpt, KubeconfigOpt, NamespaceOpt, connect, handles_errors
-from mpijob.client.wait import CONDITIONS, Snapshot, parse_duration, wait_for_condition
+
+if TYPE_CHECKING:
+    from mpijob.client.wait import JobState
 
 
 class LiveLine:
@@ -31,9 +32,15 @@ class LiveLine:
         self._status = output.stderr().status(f"trainjob {self.name}: waiting")
         return self._status  # type: ignore[no-any-return]
 
-    def __call__(self, snap: Snapshot) -> None:
+    @property
+    def active(self) -> bool:
+        return self._status is not None
+
+    def __call__(self, state: "JobState") -> None:
+        from mpijob.cli.views import state_line
+
         if self._status is not None:
-            self._status.update(f"trainjob {self.name}: {snap.describe()}")
+            self._status.update(f"trainjob {self.name}: {state_line(state)}")
 
 
 @handles_errors
@@ -52,17 +59,22 @@ def wait(
 ) -> None:
     """Wait until a TrainJob reaches a condition. Exit 0 when it does, the job-failed code when it
     failed (or, with --for Failed, completed), the timeout code when --timeout passes first."""
+    from mpijob.api.resources import TRAINJOBS
+    from mpijob.client.core import display_name
+    from mpijob.client.wait import CONDITIONS, wait_for_condition
+
     want = next((c for c in CONDITIONS if c.lower() == for_.strip().lower()), None)
     if want is None:  # a flag value outside its choices is a usage error, as click reports it
         raise typer.BadParameter(f"{for_!r} is not one of {', '.join(CONDITIONS)}", param_hint="'--for'")
     seconds = parse_duration(timeout) if timeout is not None else None
-    with connect(ctx, kubeconfig, context, namespace) as cluster:
-        cluster.get_trainjob(name)  # a missing job is "not found" now, not after the first poll
+    with connect(ctx, kubeconfig, context, namespace) as conn:
+        conn.get_trainjob(name)  # a missing job is "not found" now, not after the first poll
         live = LiveLine(name)
         with live.context():
-            result = wait_for_condition(cluster, name, want, timeout=seconds, progress=live)
+            result = conn.run(wait_for_condition(conn.namespace, name, want, timeout=seconds,
+                                                 progress=live if live.active else None))
     if result.met:
-        print(f"trainjob.trainer.kubeflow.org/{name} condition met", flush=True)  # kubectl wait's line
+        print(f"{display_name(TRAINJOBS, name)} condition met", flush=True)  # kubectl wait's line
         return
     detail = f": {result.message}" if result.message else ""
     output.info(f"error: trainjob {name} can no longer reach {want}: it ended {result.phase}{detail}")

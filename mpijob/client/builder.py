@@ -10,23 +10,22 @@ field's rule so the SDK reports the same rules under its snake_case names withou
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mpijob.api import errors
+from mpijob.api import Obj, errors
 from mpijob.api import names as n
 from mpijob.api.errors import Cause
+from mpijob.api.labels import is_label_value, is_qualified_name
 from mpijob.api.quantity import parse_quantity
 
-Obj = dict[str, Any]
 
 GROUP = n.TRAINER_GROUP
 API_VERSION = n.TRAINER_API_VERSION
 RUNTIME_KIND = "ClusterTrainingRuntime"
 DEFAULT_RUNTIME = "mpi-distributed"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+QUEUE_LABEL = n.LABEL_QUEUE_NAME
+PRIORITY_LABEL = n.LABEL_PRIORITY_CLASS
 GPU = "nvidia.com/gpu"
 LIMITS = "spec.trainer.resourcesPerNode.limits"
 
@@ -51,7 +50,6 @@ SPEC_PATH = {
     **{conv: f"{LIMITS}[{key}]" for conv, key in CONVENIENCES.items()},
 }
 
-_LABEL_NAME = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")  # label values, key names
 _QUANTITY_EXAMPLE = {"cpu": "4 or '500m'", "memory": "'8Gi' or '512Mi'", GPU: "1"}
 
 
@@ -61,16 +59,6 @@ def _bad(field: str, value: object, fix: str, reason: str = "FieldValueInvalid")
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_qualified_name(key: object) -> bool:
-    """A label key or resource name: an optional DNS-1123 subdomain prefix and '/', then a name."""
-    if not isinstance(key, str):
-        return False
-    prefix, slash, name = key.rpartition("/")
-    if slash and (len(prefix) > 253 or not n.DNS1123_SUBDOMAIN.match(prefix)):
-        return False
-    return 0 < len(name) <= 63 and bool(_LABEL_NAME.match(name))
 
 
 # -- one rule per keyword field --------------------------------------------------------------------
@@ -148,7 +136,7 @@ def _env(value: Any) -> list[Cause]:
 
 def _quantity(key: str, value: Any) -> list[Cause]:
     field = f"{LIMITS}[{key}]"
-    if not _is_qualified_name(key):
+    if not is_qualified_name(key):
         return [_bad(field, key, "not a resource name: use e.g. 'cpu', 'memory' or 'nvidia.com/gpu'")]
     example = _QUANTITY_EXAMPLE.get(key, "2, '500m' or '4Gi'")
     try:
@@ -192,10 +180,10 @@ def _labels(value: Any) -> list[Cause]:
     causes = []
     for key, val in value.items():
         field = f"metadata.labels[{key}]"
-        if not _is_qualified_name(key):
+        if not is_qualified_name(key):
             causes.append(_bad(field, key, "not a label key: an optional DNS prefix and '/', then at most 63 "
                                "letters, digits, '-', '_' or '.', e.g. 'app' or 'example.com/team'"))
-        if not isinstance(val, str) or len(val) > 63 or not _LABEL_NAME.match(val):
+        if not is_label_value(val):
             causes.append(_bad(field, val, "not a label value: at most 63 letters, digits, '-', '_' or '.', "
                                "starting and ending with a letter or digit"))
     return causes
@@ -278,14 +266,6 @@ def _split_env(pairs: Sequence[str]) -> tuple[dict[str, str], list[Cause]]:
                                 "FieldValueDuplicate"))
         env[key] = value
     return env, causes
-
-
-def parse_env(pairs: Sequence[str]) -> dict[str, str]:
-    """`["K=V", …]` (the CLI's repeatable `--env`) as an ordered mapping; the value may contain `=`."""
-    env, causes = _split_env(pairs)
-    if causes:
-        raise errors.invalid("TrainJob", "", causes, GROUP)
-    return env
 
 
 def build_trainjob(

@@ -1,7 +1,7 @@
-"""Which cluster a command talks to, resolved the way kubectl does plus one local default.
+"""Which cluster a command talks to, chosen the way kubectl chooses plus one local default.
 
-Order: an explicit `--kubeconfig`, else `$KUBECONFIG` when set, else the embedded local cluster of
-`$MPIJOB_HOME` — started on demand, so a first `mpijob run` just works. `--context` picks a context in
+Order: an explicit kubeconfig file, else `$KUBECONFIG` when set, else the embedded local cluster of
+`$MPIJOB_HOME` — started on demand, so a first `mpijob run` just works. A context picks one in
 whichever kubeconfig won. Everything after this point speaks only the Kubernetes API.
 """
 
@@ -10,26 +10,27 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubernetes.config import list_kube_config_contexts
-from kubernetes.config.config_exception import ConfigException
-
-from mpijob.api.errors import ApiError
+from mpijob.client import kubeconfig as kc
+from mpijob.client.errors import InvalidArgument, Unreachable
 from mpijob.store.home import Home
-
-DEFAULT_NAMESPACE = "default"
 
 
 @dataclass(frozen=True)
-class Target:
-    """A resolved cluster: the kubeconfig (path, or `:`-joined list), the context and its namespace."""
+class ClusterChoice:
+    """The chosen cluster: its kubeconfig (a path, or a `:`-joined list), context and namespace."""
 
     kubeconfig: str
     context: str | None
     namespace: str
     local: bool  # True for the embedded local cluster of `$MPIJOB_HOME`
+    config: kc.Kubeconfig | None = field(default=None, compare=False, repr=False)
+
+    def credentials(self) -> kc.Credentials:
+        config = self.config or kc.load(self.kubeconfig)
+        return config.credentials(self.context)
 
 
 def _stderr(message: str) -> None:
@@ -39,66 +40,43 @@ def _stderr(message: str) -> None:
 def local_kubeconfig(start: bool = True, notify: Callable[[str], None] = _stderr) -> Path:
     """The kubeconfig of the local cluster in `$MPIJOB_HOME`, starting the server when it is down.
 
-    Raises `ServerUnavailable` when it is down and `start` is false.
-    """
-    from mpijob.client.errors import ServerUnavailable
+    Raises `Unreachable` when it is down and `start` is false."""
     from mpijob.store import supervisor
 
     home = Home.default()
     info = supervisor.status(home)
     if info is None:
         if not start:
-            raise ServerUnavailable(str(home.root), "the local cluster is not running (`mpijob server start`)")
+            raise Unreachable(str(home.root), "the local cluster is not running (`mpijob server start`)")
         notify(f"starting local cluster in {home.root}…")
         try:
             info = supervisor.start(home.ensure())
         except Exception as exc:  # the supervisor reports why (it includes the server log tail)
-            raise ServerUnavailable(str(home.root), f"the local cluster failed to start: {exc}") from exc
+            raise Unreachable(str(home.root), f"the local cluster failed to start: {exc}") from exc
     return Path(info.kubeconfig)
 
 
-def context_namespace(kubeconfig: str, context: str | None) -> tuple[str | None, str]:
-    """The context that applies (named or current) and its namespace (`default` when unset)."""
-    try:
-        contexts, current = list_kube_config_contexts(config_file=kubeconfig)
-    except (ConfigException, OSError) as exc:
-        raise ApiError(
-            400, "BadRequest", f"kubeconfig {kubeconfig!r} is unusable: {exc}; pass a valid --kubeconfig"
-        ) from exc
-    chosen = current
-    if context is not None:
-        chosen = next((c for c in contexts or [] if c.get("name") == context), None)
-        if chosen is None:
-            names = ", ".join(sorted(str(c.get("name")) for c in contexts or [])) or "none"
-            raise ApiError(
-                400,
-                "BadRequest",
-                f"context {context!r} not found in kubeconfig {kubeconfig!r}; available contexts: {names}",
-            )
-    if not chosen:
-        return context, DEFAULT_NAMESPACE
-    namespace = (chosen.get("context") or {}).get("namespace") or DEFAULT_NAMESPACE
-    return chosen.get("name"), namespace
-
-
-def resolve(
+def choose_cluster(
     kubeconfig: str | os.PathLike[str] | None = None,
     context: str | None = None,
     namespace: str | None = None,
     *,
     start: bool = True,
     notify: Callable[[str], None] = _stderr,
-) -> Target:
+) -> ClusterChoice:
     """Pick the cluster (see module doc); `namespace` overrides the context's namespace."""
     local = False
     if kubeconfig is not None:
         path = str(Path(kubeconfig).expanduser())
         if not Path(path).is_file():
-            raise ApiError(400, "BadRequest", f"--kubeconfig {path!r}: no such file; pass an existing kubeconfig")
+            raise InvalidArgument("kubeconfig", path, "is no such file", "pass the path of an existing kubeconfig")
+        config = kc.load(path, require_all=True)
     elif os.environ.get("KUBECONFIG"):
         path = os.environ["KUBECONFIG"]
+        config = kc.load(path)
     else:
         path = str(local_kubeconfig(start=start, notify=notify))
+        config = kc.load(path, require_all=True)
         local = True
-    name, ctx_ns = context_namespace(path, context)
-    return Target(path, name, namespace or ctx_ns, local)
+    name, _ = config.context(context)
+    return ClusterChoice(path, name or context, namespace or config.namespace(name or None), local, config)

@@ -9,11 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from mpijob.api import Obj
+from mpijob.api import names as vocab
 from mpijob.api.errors import ApiError, Cause
-
-Obj = dict[str, Any]
 
 
 def _bad(source: str, message: str, causes: list[Cause] | None = None) -> ApiError:
@@ -35,6 +33,8 @@ def read(path: str) -> tuple[str, str]:
 
 def parse(text: str, source: str = "<input>") -> list[Obj]:
     """The objects in a YAML/JSON stream, in order; a 400 `ApiError` naming the problem otherwise."""
+    import yaml  # here: PyYAML costs a CLI call ~15 ms to import, and most calls read no manifest
+
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
@@ -63,7 +63,7 @@ def check(obj: Any, where: str) -> None:
             f"got {type(obj).__name__} {str(obj)[:60]!r}"
         )
     causes: list[Cause] = []
-    for key, example in (("apiVersion", "trainer.kubeflow.org/v1alpha1"), ("kind", "TrainJob")):
+    for key, example in (("apiVersion", vocab.TRAINER_API_VERSION), ("kind", "TrainJob")):
         value = obj.get(key)
         if not isinstance(value, str) or not value:
             causes.append(Cause(key, f"Required value: got {value!r}; set it, e.g. {key}: {example}", "FieldValueRequired"))

@@ -1,4 +1,4 @@
-"""One derived phase per TrainJob, the same on every surface (ARCHITECTURE §4).
+"""One derived phase per TrainJob, the same on every surface (docs/architecture.md).
 
 Upstream conditions are the truth; when none is set yet (a job that simply runs has none), the pods
 tell how far it got: Queued (no pods) → Starting → Running (launcher running) → Succeeded | Failed.
@@ -6,33 +6,35 @@ tell how far it got: Queued (no pods) → Starting → Running (launcher running
 
 from __future__ import annotations
 
-from typing import Any
-
-Obj = dict[str, Any]
-ROLE_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+from mpijob.api import Obj
+from mpijob.api import names as vocab
 
 
-def condition(trainjob: Obj, type_: str) -> Obj | None:
-    """The condition of this type when it is True, else None."""
+def true_condition(trainjob: Obj, type_: str) -> Obj | None:
+    """The condition of this type when it is True, else None (a False or Unknown one is not set)."""
     for c in (trainjob.get("status") or {}).get("conditions") or []:
         if c.get("type") == type_ and c.get("status") == "True":
             return c
     return None
 
 
-def finished(trainjob: Obj) -> Obj | None:
-    """The terminal condition (`Complete` or `Failed`) when the job has ended."""
-    return condition(trainjob, "Failed") or condition(trainjob, "Complete")
+def terminal_condition(trainjob: Obj) -> Obj | None:
+    """The terminal condition (`Complete` or `Failed`) when the job has ended, else None."""
+    return true_condition(trainjob, vocab.FAILED) or true_condition(trainjob, vocab.COMPLETE)
+
+
+def is_launcher(pod: Obj) -> bool:
+    return ((pod.get("metadata") or {}).get("labels") or {}).get(vocab.LABEL_RJOB_NAME) == vocab.LAUNCHER
 
 
 def job_phase(trainjob: Obj, pods: list[Obj] | None = None, waiting: str = "") -> tuple[str, str]:
     """(phase, message) for display; `pods` are the job's pods when the caller has them, `waiting`
     the queue's reason when its Workload is not admitted yet."""
-    if c := condition(trainjob, "Failed"):
+    if c := true_condition(trainjob, vocab.FAILED):
         return "Failed", str(c.get("message") or c.get("reason") or "")
-    if c := condition(trainjob, "Complete"):
+    if c := true_condition(trainjob, vocab.COMPLETE):
         return "Succeeded", str(c.get("message") or "")
-    if c := condition(trainjob, "Suspended"):
+    if c := true_condition(trainjob, vocab.SUSPENDED):
         return "Suspended", str(c.get("message") or "")
     if (trainjob.get("spec") or {}).get("suspend"):
         return "Suspended", "spec.suspend is true"
@@ -40,7 +42,7 @@ def job_phase(trainjob: Obj, pods: list[Obj] | None = None, waiting: str = "") -
         return "Created", ""
     if not pods:
         return "Queued", waiting or "waiting for pods to be created"
-    launcher = [p for p in pods if (p.get("metadata", {}).get("labels") or {}).get(ROLE_LABEL) == "launcher"]
+    launcher = [p for p in pods if is_launcher(p)]
     nodes = [p for p in pods if p not in launcher]
     if launcher and pod_phase(launcher[0]) == "Running":
         return "Running", f"launcher {launcher[0]['metadata']['name']} is running"

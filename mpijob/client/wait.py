@@ -1,28 +1,93 @@
-"""Waiting for a TrainJob: for its launcher to start, and for it to finish.
+"""Waiting for a TrainJob: for a condition, for its launcher, for its end, for it to be gone.
 
-Polling, like the upstream SDK: it works the same against the local cluster and a real one, and a
-dropped connection costs one poll, not a re-established watch.
+Each wait is written once, as an operation (`mpijob.client.core`), and run by the sync SDK, the async
+SDK and the CLI alike. Polling, like the upstream SDK: it works the same against the local cluster and
+a real one, and a dropped connection costs one poll, not a re-established watch.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from mpijob.api import Obj
+from mpijob.api import names as vocab
 from mpijob.api.errors import ApiError
-from mpijob.client.api import Cluster
-from mpijob.client.errors import WaitTimeout
-from mpijob.client.phase import ROLE_LABEL, condition, finished, job_phase, pod_phase, pod_ready
+from mpijob.client import core
+from mpijob.client.core import Op, Sleep
+from mpijob.client.errors import InvalidArgument, NoLauncher, WaitTimeout
+from mpijob.client.kueue import Kueue, queue_position, waiting_messages
+from mpijob.client.phase import is_launcher, job_phase, pod_phase, pod_ready, terminal_condition, true_condition
 
-Obj = dict[str, Any]
-Progress = Callable[[str, str], None]  # (phase, message)
+POLL = 0.25  # seconds between polls (the upstream SDK polls too; a dropped poll costs nothing)
+CONDITIONS = (vocab.COMPLETE, vocab.FAILED, "Running", "Finished")
+STARTED = ("Running", "Succeeded", "Failed")  # pod phases of a launcher that has started
+
+
+class Deadline:
+    """When a wait of `timeout` seconds (None: no limit) gives up."""
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self._at = None if timeout is None else time.monotonic() + timeout
+
+    def expired(self) -> bool:
+        return self._at is not None and time.monotonic() >= self._at
+
+    def remaining(self) -> float | None:
+        return None if self._at is None else max(0.0, self._at - time.monotonic())
+
+
+def check_timeout(timeout: float | None, param: str = "timeout") -> float | None:
+    """`timeout` itself (seconds, None for no limit), or `InvalidArgument` when it is not a number ≥ 0."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout != timeout:
+        raise InvalidArgument(param, timeout, "is not a number of seconds", "pass e.g. 600, or None to wait without a limit")
+    if timeout < 0:
+        raise InvalidArgument(param, timeout, "is negative", "pass a number of seconds ≥ 0, or None")
+    return float(timeout)
+
+
+def check_condition(want: str, param: str = "for_") -> str:
+    """`want` itself, or `InvalidArgument` naming the conditions there are to wait for."""
+    if want not in CONDITIONS:
+        raise InvalidArgument(param, want, "is not a state to wait for", f"use one of {', '.join(CONDITIONS)}")
+    return want
+
+
+def reached(want: str, trainjob: Obj, pods: list[Obj] | None = None) -> bool | None:
+    """True: `want` holds; False: it never can any more (the job ended the other way); None: not yet.
+
+    `Running` is reached once the launcher runs (judged from `pods`); a job that completed has run, one
+    that failed never will. `Finished` is either end."""
+    failed = true_condition(trainjob, vocab.FAILED) is not None
+    complete = true_condition(trainjob, vocab.COMPLETE) is not None
+    if want == "Finished":
+        return True if (failed or complete) else None
+    if want == vocab.FAILED:
+        return True if failed else (False if complete else None)
+    if failed:
+        return False
+    if want == vocab.COMPLETE:
+        return True if complete else None
+    return True if complete or job_phase(trainjob, pods or [])[0] == "Running" else None
 
 
 @dataclass(frozen=True)
-class Outcome:
+class WaitResult:
+    """The end of a wait: whether the awaited condition was reached, and the job as last seen."""
+
+    want: str
+    met: bool
+    phase: str
+    message: str
+    trainjob: Obj
+
+
+@dataclass(frozen=True)
+class JobEnd:
     """How a TrainJob ended: `Complete` or `Failed`, with the condition's reason and message."""
 
     type: str
@@ -32,125 +97,19 @@ class Outcome:
 
     @property
     def succeeded(self) -> bool:
-        return self.type == "Complete"
+        return self.type == vocab.COMPLETE
 
 
-def outcome(trainjob: Obj) -> Outcome | None:
-    c = finished(trainjob)
+def job_end(trainjob: Obj) -> JobEnd | None:
+    c = terminal_condition(trainjob)
     if c is None:
         return None
-    return Outcome(str(c["type"]), str(c.get("reason") or ""), str(c.get("message") or ""), trainjob)
-
-
-def _deadline(timeout: float | None) -> float | None:
-    return None if timeout is None else time.monotonic() + timeout
-
-
-def _expired(deadline: float | None) -> bool:
-    return deadline is not None and time.monotonic() >= deadline
-
-
-def wait_for_launcher(
-    cluster: Cluster,
-    name: str,
-    namespace: str | None = None,
-    timeout: float | None = None,
-    poll: float = 0.2,
-    progress: Progress | None = None,
-) -> Obj | None:
-    """The launcher pod once it has started (Running or ended); None if the job finished without one."""
-    deadline = _deadline(timeout)
-    last: tuple[str, str] | None = None
-    while True:
-        job = cluster.get_trainjob(name, namespace)
-        pods = cluster.job_pods(name, namespace)
-        launcher = next((p for p in pods if (p["metadata"].get("labels") or {}).get(ROLE_LABEL) == "launcher"), None)
-        if launcher is not None and pod_phase(launcher) in ("Running", "Succeeded", "Failed"):
-            return launcher
-        if outcome(job) is not None:
-            return launcher
-        state = job_phase(job, pods)
-        if progress is not None and state != last:
-            progress(*state)
-            last = state
-        if _expired(deadline):
-            raise WaitTimeout(f"trainjob {name!r}: launcher not started after {timeout:g}s (state: {state[0]})")
-        time.sleep(poll)
-
-
-def wait_for_finish(
-    cluster: Cluster,
-    name: str,
-    namespace: str | None = None,
-    timeout: float | None = None,
-    poll: float = 0.25,
-    progress: Progress | None = None,
-) -> Outcome:
-    """Block until the TrainJob is `Complete` or `Failed`; `WaitTimeout` after `timeout` seconds."""
-    deadline = _deadline(timeout)
-    last: tuple[str, str] | None = None
-    while True:
-        job = cluster.get_trainjob(name, namespace)
-        if (done := outcome(job)) is not None:
-            return done
-        if progress is not None:
-            state = job_phase(job, cluster.job_pods(name, namespace))
-            if state != last:
-                progress(*state)
-                last = state
-        if _expired(deadline):
-            raise WaitTimeout(f"trainjob {name!r} has not finished after {timeout:g}s")
-        time.sleep(poll)
-
-
-def wait_until_gone(
-    cluster: Cluster, name: str, namespace: str | None = None, timeout: float = 60, poll: float = 0.2
-) -> None:
-    """Block until a deleted TrainJob no longer exists (404)."""
-    from mpijob.api.errors import ApiError
-
-    deadline = _deadline(timeout)
-    while True:
-        try:
-            cluster.get_trainjob(name, namespace)
-        except ApiError as exc:
-            if exc.code == 404:
-                return
-            raise
-        if _expired(deadline):
-            raise WaitTimeout(f"trainjob {name!r} still exists {timeout:g}s after it was deleted")
-        time.sleep(poll)
-
-
-# -- `mpijob wait`: a chosen condition, with what a person watching wants to see --------------------
-
-CONDITIONS = ("Complete", "Failed", "Running", "Finished")
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2"
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str, flag: str = "--timeout") -> float:
-    """Seconds in `30s`, `10m`, `1h`, `1h30m`, `250ms` or a bare number of seconds (kubectl's forms)."""
-    t = text.strip().lower()
-    try:
-        value = float(t)
-    except ValueError:
-        parts = _DURATION.findall(t)
-        if not parts or "".join(n + u for n, u in parts) != t:
-            raise ApiError(400, "BadRequest", f"{flag} {text!r} is not a duration; use a number with a unit, "
-                           "e.g. 30s, 10m, 1h or 1h30m") from None
-        value = sum(float(n) * _UNITS[u] for n, u in parts)
-    if value < 0:
-        raise ApiError(400, "BadRequest", f"{flag} {text!r} is negative; use a positive duration such as 10m")
-    return value
+    return JobEnd(str(c["type"]), str(c.get("reason") or ""), str(c.get("message") or ""), trainjob)
 
 
 @dataclass(frozen=True)
-class Snapshot:
-    """Where a TrainJob is now, for a progress line: phase, queue position, pods ready."""
+class JobState:
+    """Where a TrainJob is now, for a person watching: phase, queue position, pods ready."""
 
     phase: str
     message: str
@@ -159,102 +118,115 @@ class Snapshot:
     position: int | None = None  # in its LocalQueue, 0 = next; only while Queued
     queue: str = ""
 
-    def describe(self) -> str:
-        parts = [self.phase]
-        if self.position is not None:
-            parts.append(f"position {self.position} in queue {self.queue}")
-        if self.pods_total:
-            parts.append(f"{self.pods_ready}/{self.pods_total} pods ready")
-        if self.message:
-            parts.append(self.message)
-        return " · ".join(parts)
 
-
-def queue_position(cluster: Cluster, trainjob: Obj) -> int | None:
-    """The job's position in its LocalQueue from Kueue's visibility API; None when not pending
-    there, not queued through Kueue, or the cluster cannot tell."""
+def job_state(namespace: str, trainjob: Obj, pods: list[Obj], kueue: Kueue | None = None) -> Op[JobState]:
+    """The job's state now; asks Kueue why it waits, and its position, only while it waits there."""
+    kueue = kueue or Kueue()
     meta = trainjob.get("metadata") or {}
-    lq = (meta.get("labels") or {}).get(QUEUE_LABEL)
-    ns = meta.get("namespace") or cluster.namespace
-    if not lq:
-        return None
-    try:
-        items = (cluster.request("GET", f"{VISIBILITY}/namespaces/{ns}/localqueues/{lq}/pendingworkloads")
-                 or {}).get("items") or []
-    except ApiError:
-        return None
-    for item in items:
-        owners = (item.get("metadata") or {}).get("ownerReferences") or []
-        if any(o.get("uid") == meta.get("uid") or (o.get("kind") == "TrainJob" and o.get("name") == meta.get("name"))
-               for o in owners):
-            pos = item.get("positionInLocalQueue")
-            return int(pos) if pos is not None else None
-    return None
-
-
-def snapshot(cluster: Cluster, trainjob: Obj, pods: list[Obj]) -> Snapshot:
-    """The job's state now; asks the queue for the position only while the job waits there."""
-    waiting = "" if pods else cluster.waiting_messages(trainjob["metadata"].get("namespace")).get(
-        trainjob["metadata"].get("uid", ""), "")
+    ns = meta.get("namespace") or namespace
+    waiting = "" if pods else (yield from waiting_messages(ns, kueue=kueue)).get(meta.get("uid", ""), "")
     phase, message = job_phase(trainjob, pods, waiting)
-    position = queue_position(cluster, trainjob) if phase == "Queued" else None
-    lq = ((trainjob.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL, "")
-    return Snapshot(phase, message, sum(1 for p in pods if pod_ready(p)), len(pods), position, lq)
+    position = (yield from queue_position(trainjob, ns)) if phase == "Queued" else None
+    lq = (meta.get("labels") or {}).get(vocab.LABEL_QUEUE_NAME, "")
+    return JobState(phase, message, sum(1 for p in pods if pod_ready(p)), len(pods), position, lq)
 
 
-@dataclass(frozen=True)
-class WaitResult:
-    """The end of a `wait`: whether the awaited condition was reached, and the job as last seen."""
-
-    met: bool
-    phase: str
-    message: str
-    trainjob: Obj
-
-
-def _reached(want: str, trainjob: Obj, phase: str) -> bool | None:
-    """True: the condition holds; False: it never can any more; None: keep waiting."""
-    failed, complete = condition(trainjob, "Failed"), condition(trainjob, "Complete")
-    if want == "Finished":
-        return True if (failed or complete) else None
-    if want == "Failed":
-        return True if failed else (False if complete else None)
-    if want == "Complete":
-        return True if complete else (False if failed else None)
-    # Running: reached once the launcher runs; a job that completed has run, one that failed never will
-    if phase == "Running" or complete:
-        return True
-    return False if failed else None
+def _state_text(phase: str, message: str) -> str:
+    return f"{phase}: {message}" if message else phase
 
 
 def wait_for_condition(
-    cluster: Cluster,
+    namespace: str,
     name: str,
-    want: str = "Complete",
-    namespace: str | None = None,
+    want: str = vocab.COMPLETE,
     timeout: float | None = None,
-    poll: float = 0.25,
-    progress: Callable[[Snapshot], None] | None = None,
-) -> WaitResult:
-    """Poll until `want` (one of CONDITIONS) holds or can no longer hold; `WaitTimeout` after `timeout`."""
-    if want not in CONDITIONS:
-        raise ApiError(400, "BadRequest", f"--for {want!r} is not a condition to wait for; use one of "
-                       f"{', '.join(CONDITIONS)}")
-    deadline = _deadline(timeout)
-    last: Snapshot | None = None
+    poll: float = POLL,
+    progress: Callable[[JobState], None] | None = None,
+) -> Op[WaitResult]:
+    """Poll until `want` (one of CONDITIONS) holds or can no longer hold; `WaitTimeout` after `timeout`
+    seconds. `progress` is told each new `JobState` (it costs a few more requests per poll)."""
+    check_condition(want)
+    deadline = Deadline(check_timeout(timeout))
+    kueue = Kueue()
+    last: JobState | None = None
     while True:
-        job = cluster.get_trainjob(name, namespace)
-        pods = cluster.job_pods(name, namespace)
-        phase, message = job_phase(job, pods)
-        reached = _reached(want, job, phase)
-        if reached is not None:
-            return WaitResult(reached, phase, message, job)
-        if progress is not None:
-            snap = snapshot(cluster, job, pods)
-            if snap != last:
-                progress(snap)
-                last = snap
-        if _expired(deadline):
-            raise WaitTimeout(f"trainjob {name!r} did not reach {want} within {timeout:g}s (state: {phase}"
-                              f"{': ' + message if message else ''})")
-        time.sleep(poll)
+        job = yield from core.get_trainjob(namespace, name)
+        pods = (yield from core.job_pods(namespace, name)) if want == "Running" or progress is not None else None
+        verdict = reached(want, job, pods)
+        if verdict is not None:
+            return WaitResult(want, verdict, *job_phase(job, pods), job)
+        if progress is not None and pods is not None:
+            state = yield from job_state(namespace, job, pods, kueue)
+            if state != last:
+                progress(state)
+                last = state
+        if deadline.expired():
+            pods = pods if pods is not None else (yield from core.job_pods(namespace, name))
+            raise WaitTimeout(f"trainjob {name!r} did not reach {want} within {deadline.timeout:g}s (state: "
+                              f"{_state_text(*job_phase(job, pods))})", job)
+        yield from Sleep(poll)
+
+
+def wait_for_launcher(
+    namespace: str,
+    name: str,
+    timeout: float | None = None,
+    poll: float = 0.2,
+    progress: Callable[[str, str], None] | None = None,
+) -> Op[Obj | None]:
+    """The launcher pod once it has started (Running or ended); None if the job ended without one.
+    `progress` is told each new (phase, message)."""
+    deadline = Deadline(check_timeout(timeout))
+    last: tuple[str, str] | None = None
+    while True:
+        job = yield from core.get_trainjob(namespace, name)
+        pods = yield from core.job_pods(namespace, name)
+        launcher = next((p for p in pods if is_launcher(p)), None)
+        if launcher is not None and pod_phase(launcher) in STARTED:
+            return launcher
+        if terminal_condition(job) is not None:
+            return launcher
+        state = job_phase(job, pods)
+        if progress is not None and state != last:
+            progress(*state)
+            last = state
+        if deadline.expired():
+            raise WaitTimeout(f"trainjob {name!r}: launcher not started after {deadline.timeout:g}s (state: "
+                              f"{_state_text(*state)})", job)
+        yield from Sleep(poll)
+
+
+def find_launcher(namespace: str, name: str, follow: bool, timeout: float | None = None) -> Op[str]:
+    """The name of the launcher pod whose log to read: with `follow`, once it has started (waiting up
+    to `timeout`); without, as it is now. `NoLauncher` when there is none to read."""
+    if follow:
+        launcher = yield from wait_for_launcher(namespace, name, timeout)
+    else:
+        launcher = next(iter((yield from core.job_pods(namespace, name, vocab.LAUNCHER))), None)
+    if launcher is None:
+        raise NoLauncher(f"trainjob {name!r} has no launcher pod " + ("(it ended without one)" if follow else
+                         "(yet); follow its log to wait for the launcher to start"))
+    return str(launcher["metadata"]["name"])
+
+
+def wait_for_finish(namespace: str, name: str, timeout: float | None = None, poll: float = POLL) -> Op[JobEnd]:
+    """Block until the TrainJob is `Complete` or `Failed`; `WaitTimeout` after `timeout` seconds."""
+    result = yield from wait_for_condition(namespace, name, "Finished", timeout, poll)
+    end = job_end(result.trainjob)
+    assert end is not None  # "Finished" is only reached at a terminal condition
+    return end
+
+
+def wait_until_gone(namespace: str, name: str, timeout: float = 60, poll: float = 0.2) -> Op[None]:
+    """Block until a deleted TrainJob no longer exists (404)."""
+    deadline = Deadline(timeout)
+    while True:
+        try:
+            yield from core.get_trainjob(namespace, name)
+        except ApiError as exc:
+            if exc.code == 404:
+                return
+            raise
+        if deadline.expired():
+            raise WaitTimeout(f"trainjob {name!r} still exists {timeout:g}s after it was deleted")
+        yield from Sleep(poll)

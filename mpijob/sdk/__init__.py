@@ -5,30 +5,11 @@ exceptions whose categories are the CLI's exit codes. Import from `mpijob` direc
 
 from __future__ import annotations
 
+from mpijob.sdk import errors
 from mpijob.sdk.aio import AsyncClient
 from mpijob.sdk.client import Client
-from mpijob.sdk.errors import (
-    Forbidden,
-    InvalidInput,
-    JobFailed,
-    MpijobError,
-    NotFound,
-    QuotaExceeded,
-    ServerUnavailable,
-    Timeout,
-)
+from mpijob.sdk.errors import *  # noqa: F403 — the exception classes, `errors.__all__`
 from mpijob.sdk.trainjob import TrainJob
 
-__all__ = [
-    "AsyncClient",
-    "Client",
-    "Forbidden",
-    "InvalidInput",
-    "JobFailed",
-    "MpijobError",
-    "NotFound",
-    "QuotaExceeded",
-    "ServerUnavailable",
-    "Timeout",
-    "TrainJob",
-]
+__all__ = ["AsyncClient", "Client", "TrainJob"]
+__all__ += errors.__all__

@@ -2,22 +2,25 @@
 branch on the same facts (`except NotFound:` here is exit code 4 there).
 
 Each carries what the server's `Status` said — HTTP `code`, `reason`, `message`, field-level
-`causes` — and `exit_code`, the number the CLI would exit with for the same failure.
+`causes` — and `exit_code`, the number the CLI would exit with for the same failure. Which class a
+failure is comes from the client layer's one table (`mpijob.client.errors.category`), the table the
+CLI's exit codes come from too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from mpijob.api.errors import ApiError, Cause
-from mpijob.client.errors import ServerUnavailable as _TransportError
-from mpijob.client.errors import CREDENTIALS_HINT, WaitTimeout
+from mpijob.client.errors import Category, category, hint
 
 
 class MpijobError(Exception):
     """Base of every SDK error; `exit_code` is the CLI's exit code for the same failure."""
 
-    exit_code: int = 1
+    exit_code: int = int(Category.JOB_FAILED)
 
     def __init__(self, message: str, *, code: int = 0, reason: str = "", causes: list[Cause] | None = None,
                  trainjob: dict[str, Any] | None = None) -> None:
@@ -37,7 +40,7 @@ class MpijobError(Exception):
 class JobFailed(MpijobError):
     """The TrainJob ended `Failed` (exit code 1); `reason`/`message` are its Failed condition's."""
 
-    exit_code = 1
+    exit_code = int(Category.JOB_FAILED)
 
 
 class InvalidInput(MpijobError):
@@ -45,84 +48,72 @@ class InvalidInput(MpijobError):
 
     Not a `ValueError` on purpose: pydantic would wrap a ValueError raised while building a `TrainJob`."""
 
-    exit_code = 3
+    exit_code = int(Category.INVALID)
 
 
 class NotFound(MpijobError):
     """The named object does not exist (exit code 4)."""
 
-    exit_code = 4
+    exit_code = int(Category.NOT_FOUND)
 
 
 class Forbidden(MpijobError):
     """RBAC (or authentication) refused the request (exit code 5)."""
 
-    exit_code = 5
+    exit_code = int(Category.FORBIDDEN)
 
 
 class QuotaExceeded(MpijobError):
     """The job can never fit its queue's quota (exit code 6)."""
 
-    exit_code = 6
+    exit_code = int(Category.QUOTA)
 
 
 class Timeout(MpijobError, TimeoutError):
     """A wait or request gave up before the awaited state (exit code 7)."""
 
-    exit_code = 7
+    exit_code = int(Category.TIMEOUT)
 
 
 class ServerUnavailable(MpijobError, ConnectionError):
     """The API server could not be reached or answered with a server error (exit code 8)."""
 
-    exit_code = 8
+    exit_code = int(Category.UNAVAILABLE)
 
 
-def from_api_error(err: ApiError) -> MpijobError:
-    """The SDK exception for a server `Status` (same rules as the CLI's exit codes)."""
-    kw: dict[str, Any] = {"code": err.code, "reason": err.reason, "causes": err.causes}
-    text = err.message.lower()
-    cls: type[MpijobError]
-    if "exceeded quota" in text or err.reason == "QuotaExceeded":
-        cls = QuotaExceeded
-    elif err.code == 404 or err.reason == "NotFound":
-        cls = NotFound
-    elif err.code in (400, 409, 422) or err.reason in ("Invalid", "BadRequest", "AlreadyExists"):
-        cls = InvalidInput
-    elif err.code in (401, 403):
-        cls = Forbidden
-    elif err.code in (408, 504) or err.reason == "Timeout":
-        cls = Timeout
-    elif err.code >= 500 or err.code == 429:
-        cls = ServerUnavailable
-    else:
-        cls = InvalidInput
-    return cls(f"{err.message} ({CREDENTIALS_HINT})" if err.code == 401 else err.message, **kw)
+BY_CATEGORY: dict[int, type[MpijobError]] = {
+    cls.exit_code: cls for cls in (JobFailed, InvalidInput, NotFound, Forbidden, QuotaExceeded, Timeout, ServerUnavailable)
+}
+# The Status reason an SDK error carries when no server answered (the failure was the client's own).
+LOCAL_REASONS = {Category.INVALID: "BadRequest", Category.NOT_FOUND: "NotFound", Category.TIMEOUT: "Timeout",
+                 Category.UNAVAILABLE: "ServiceUnavailable"}
 
 
-def translate(exc: BaseException) -> BaseException:
-    """The SDK exception for any client-layer failure; other exceptions are returned unchanged."""
+def sdk_error(exc: BaseException) -> BaseException:
+    """The SDK exception for a failure of the client layer (its class from the one category table);
+    SDK exceptions and exceptions of no category are returned unchanged."""
     if isinstance(exc, MpijobError):
         return exc
+    found = category(exc)
+    if found is None:
+        return exc
+    cls = BY_CATEGORY[found]
     if isinstance(exc, ApiError):
-        return from_api_error(exc)
-    if isinstance(exc, _TransportError):
-        return ServerUnavailable(str(exc), reason="ServiceUnavailable")
-    if isinstance(exc, WaitTimeout):
-        return Timeout(str(exc), reason="Timeout")
-    return exc
+        return cls(hint(exc), code=exc.code, reason=exc.reason, causes=exc.causes)
+    return cls(str(exc), reason=LOCAL_REASONS.get(found, ""), trainjob=getattr(exc, "trainjob", None))
 
 
-__all__ = [
-    "Cause",
-    "Forbidden",
-    "InvalidInput",
-    "JobFailed",
-    "MpijobError",
-    "NotFound",
-    "QuotaExceeded",
-    "ServerUnavailable",
-    "Timeout",
-    "from_api_error",
-    "translate",
-]
+@contextmanager
+def translated() -> Iterator[None]:
+    """Re-raise client-layer failures inside the block as SDK exceptions (`sdk_error`)."""
+    try:
+        yield
+    except Exception as exc:
+        mapped = sdk_error(exc)
+        if mapped is exc:
+            raise
+        raise mapped from exc
+
+
+__all__ = ["Forbidden", "InvalidInput", "JobFailed", "MpijobError", "NotFound", "QuotaExceeded", "ServerUnavailable",
+           "Timeout"]

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from mpijob.api import resources, tables
+from mpijob.api import durations, resources, tables
 
 NOW = datetime(2025, 1, 10, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -21,7 +21,7 @@ def created(seconds_ago: float) -> str:
     (30 * 86400, "30d"), (3 * 365 * 86400, "3y"),
 ])
 def test_human_duration(seconds: int, text: str) -> None:
-    assert tables.human_duration(seconds) == text
+    assert durations.human_duration(seconds) == text
 
 
 def test_trainjob_columns_follow_upstream_printer_columns() -> None:

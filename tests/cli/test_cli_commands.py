@@ -12,8 +12,9 @@ from typing import Any
 import yaml
 from cli_support import Invoke, example, trainjob_names, write_job
 
-from mpijob.client.api import Cluster
-from mpijob.client.config import resolve
+from mpijob.client.config import choose_cluster
+from mpijob.client.connection import Connection
+from mpijob.client.core import Call
 
 
 def _suspended(tmp_path: Path, name: str) -> Path:
@@ -109,9 +110,9 @@ def test_namespace_mismatch_is_refused(mpijob: Invoke, tmp_path: Path) -> None:
 
 def test_describe_shows_spec_conditions_and_events(mpijob: Invoke, tmp_path: Path, server: Any) -> None:
     assert mpijob("create", "-f", str(_suspended(tmp_path, "cmd-describe"))).exit_code == 0
-    with Cluster(resolve(server.kubeconfig)) as cluster:
+    with Connection(choose_cluster(server.kubeconfig)) as cluster:
         job = cluster.get_trainjob("cmd-describe")
-        cluster.request("POST", "/api/v1/namespaces/default/events", body={
+        cluster.run(Call("POST", "/api/v1/namespaces/default/events", body={
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": "cmd-describe.test1", "namespace": "default"},
             "involvedObject": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
@@ -120,7 +121,7 @@ def test_describe_shows_spec_conditions_and_events(mpijob: Invoke, tmp_path: Pat
             "firstTimestamp": job["metadata"]["creationTimestamp"],
             "lastTimestamp": job["metadata"]["creationTimestamp"], "count": 1,
             "source": {"component": "test"},
-        })
+        }))
     r = mpijob("describe", "trainjob", "cmd-describe")
     assert r.exit_code == 0, r.stderr
     out = r.stdout

@@ -1,4 +1,5 @@
-"""The exit-code contract: each API failure maps to its documented code."""
+"""The exit-code contract: each API failure maps to its documented code (the client layer's one
+table, `mpijob.client.errors.category`; tests/sdk/test_sdk_errors.py checks the SDK agrees)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ from mpijob.cli.exitcodes import (
     MEANINGS,
     Exit,
     UsageError,
-    for_api_error,
     for_exception,
     summary,
 )
-from mpijob.client.errors import ServerUnavailable, WaitTimeout
+from mpijob.client.errors import InvalidArgument, NoLauncher, Unreachable, WaitTimeout
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -33,17 +33,21 @@ README = Path(__file__).resolve().parents[2] / "README.md"
         (errors.forbidden('trainjobs "x" is forbidden: exceeded quota: q, requested: cpu=4'), Exit.QUOTA),
         (ApiError(504, "Timeout", "the server timed out"), Exit.TIMEOUT),
         (ApiError(500, "InternalError", "boom"), Exit.UNAVAILABLE),
+        (ApiError(404, "BadRequest", "the reason decides, as in client-go"), Exit.INVALID),
+        (ApiError(404, "", "no reason: the code decides"), Exit.NOT_FOUND),
     ],
 )
 def test_api_errors_map_to_contract(err: ApiError, code: Exit) -> None:
-    assert for_api_error(err) == code
     assert for_exception(err) == code
 
 
 def test_transport_wait_and_usage_errors() -> None:
-    assert for_exception(ServerUnavailable("https://x", "refused")) == Exit.UNAVAILABLE
+    assert for_exception(Unreachable("https://x", "refused")) == Exit.UNAVAILABLE
     assert for_exception(WaitTimeout("slow")) == Exit.TIMEOUT
+    assert for_exception(TimeoutError("no answer")) == Exit.TIMEOUT
     assert for_exception(UsageError("-o xml")) == Exit.USAGE
+    assert for_exception(InvalidArgument("timeout", -1, "is negative")) == Exit.INVALID
+    assert for_exception(NoLauncher("no launcher yet")) == Exit.NOT_FOUND
     with pytest.raises(TypeError):
         for_exception(ValueError("not a CLI failure"))
 

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from mpijob.api.durations import age, human_duration
 from mpijob.cli import views
 
 NOW = datetime(2026, 1, 10, 12, 0, 0, tzinfo=timezone.utc)
@@ -18,7 +19,16 @@ NOW = datetime(2026, 1, 10, 12, 0, 0, tzinfo=timezone.utc)
      (-5, "<invalid>")],
 )
 def test_human_duration(seconds: int, text: str) -> None:
-    assert views.human_duration(seconds) == text
+    assert human_duration(seconds) == text
+
+
+def test_ages_parse_rfc3339_with_fractions_and_offsets() -> None:
+    assert age("2026-01-10T11:59:30Z", NOW) == "30s"
+    assert age("2026-01-10T11:59:29.5Z", NOW) == "30s"  # 30.5 s: whole seconds, truncated
+    assert age("2026-01-10T12:59:30+01:00", NOW) == "30s"
+    assert age("2026-01-10T12:00:01Z", NOW) == "0s"  # a second ahead: clock skew, as kubectl shows it
+    assert age("2026-01-10T12:01:00Z", NOW) == "<invalid>"
+    assert age(None, NOW) == age("not a time", NOW) == "<unknown>"
 
 
 def test_trainjob_row_and_runtime_fallback() -> None:

@@ -18,10 +18,11 @@ import yaml
 from cli_support import MPIJOB_BIN, Invoke, example, write_job
 
 from mpijob.cli.exitcodes import Exit
-from mpijob.client.api import Cluster
-from mpijob.client.config import resolve
+from mpijob.client.config import choose_cluster
+from mpijob.client.connection import Connection
 from mpijob.client.logs import stamp_ns
-from mpijob.client.wait import queue_position, snapshot
+from mpijob.client.kueue import queue_position
+from mpijob.client.wait import job_state
 
 STAMPED = re.compile(r"^\[(?P<pod>[^\]]+)\] (?P<stamp>\S+) (?P<text>.*)$")
 
@@ -180,16 +181,16 @@ def test_queue_position_of_a_waiting_job_comes_from_the_visibility_api(
         job["spec"]["trainer"]["command"] = ["sleep", "300"]
         job["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}
         assert mpijob("create", "-f", str(write_job(tmp_path, job, name))).exit_code == 0
-    with Cluster(resolve(str(server.kubeconfig), None, "default")) as cluster:
+    with Connection(choose_cluster(str(server.kubeconfig), None, "default")) as cluster:
         try:
             for _ in range(100):
                 jobs = [cluster.get_trainjob(n) for n in names]
-                positions = [queue_position(cluster, j) for j in jobs]
+                positions = [cluster.run(queue_position(j, "default")) for j in jobs]
                 if positions == [0, 1]:
                     break
                 time.sleep(0.1)
             assert positions == [0, 1]
-            snap = snapshot(cluster, jobs[1], [])
+            snap = cluster.run(job_state("default", jobs[1], []))
             assert snap.phase == "Queued" and snap.position == 1 and snap.queue == "wl-lq"
             r = mpijob("wait", "wl-q2", "--timeout", "1s")
             assert r.exit_code == Exit.TIMEOUT and "(state: Queued" in r.stderr

@@ -15,7 +15,7 @@ from mpijob.api import trainjob as trainjob_rules
 from mpijob.api.errors import ApiError
 from mpijob.api.names import MAX_ENV
 from mpijob.cli.create_cmd import imperative_trainjob
-from mpijob.client.builder import build_trainjob, field_causes, parse_env
+from mpijob.client.builder import build_trainjob, field_causes
 
 TRAINJOB_CRD = UPSTREAM / "trainer" / "trainer.kubeflow.org_trainjobs.yaml"
 
@@ -69,9 +69,10 @@ def test_unset_fields_are_left_to_the_runtime() -> None:
 def test_env_as_k_equals_v_list() -> None:
     assert build_trainjob("e", env=["X=1", "Y=a=b"])["spec"]["trainer"]["env"] == [
         {"name": "X", "value": "1"}, {"name": "Y", "value": "a=b"}]
-    assert parse_env(["K=", "L=v"]) == {"K": "", "L": "v"}
+    assert build_trainjob("e", env=["K=", "L=v"])["spec"]["trainer"]["env"] == [
+        {"name": "K", "value": ""}, {"name": "L", "value": "v"}]
     with pytest.raises(ApiError) as err:
-        parse_env(["novalue"])
+        build_trainjob("e", env=["novalue"])
     assert err.value.code == 422 and "'novalue'" in err.value.message and "NAME=VALUE" in err.value.message
 
 

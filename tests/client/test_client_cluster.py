@@ -1,4 +1,4 @@
-"""`Cluster` and `wait` against a real local server: create (and dry run), lists, logs, waiting."""
+"""`Connection` and the waits against a real local server: create (and dry run), lists, waiting."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from mpijob.api.errors import ApiError
-from mpijob.client.api import Cluster, collection_path, display_name, resource_for
-from mpijob.client.config import resolve
+from mpijob.client.config import choose_cluster
+from mpijob.client.connection import Connection
+from mpijob.client.core import Call, collection_path, display_name, resource_for
 from mpijob.client.errors import WaitTimeout
 from mpijob.client.wait import wait_for_finish, wait_until_gone
 
@@ -21,8 +22,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture
-def cluster(server: Any) -> Iterator[Cluster]:
-    with Cluster(resolve(server.kubeconfig)) as c:
+def cluster(server: Any) -> Iterator[Connection]:
+    with Connection(choose_cluster(server.kubeconfig)) as c:
         yield c
 
 
@@ -37,21 +38,21 @@ def _suspended_job(name: str) -> dict[str, Any]:
     return job
 
 
-def test_dry_run_creates_nothing_then_create_does(cluster: Cluster) -> None:
+def test_dry_run_creates_nothing_then_create_does(cluster: Connection) -> None:
     cm = _configmap("client-dry")
     assert cluster.create(cm, dry_run=True)["metadata"]["name"] == "client-dry"
     with pytest.raises(ApiError) as e:
-        cluster.request("GET", "/api/v1/namespaces/default/configmaps/client-dry")
+        cluster.run(Call("GET", "/api/v1/namespaces/default/configmaps/client-dry"))
     assert e.value.code == 404
     created = cluster.create(cm)
     assert created["metadata"]["uid"] and created["data"] == {"k": "v"}
     with pytest.raises(ApiError) as e:
         cluster.create(cm)
     assert (e.value.code, e.value.reason) == (409, "AlreadyExists")
-    cluster.request("DELETE", "/api/v1/namespaces/default/configmaps/client-dry")
+    cluster.run(Call("DELETE", "/api/v1/namespaces/default/configmaps/client-dry"))
 
 
-def test_invalid_trainjob_error_carries_causes(cluster: Cluster) -> None:
+def test_invalid_trainjob_error_carries_causes(cluster: Connection) -> None:
     job = _suspended_job("client-bad")
     job["spec"]["trainer"]["numNodes"] = 0
     with pytest.raises(ApiError) as e:
@@ -60,43 +61,43 @@ def test_invalid_trainjob_error_carries_causes(cluster: Cluster) -> None:
     assert [c.field for c in e.value.causes] == ["spec.trainer.numNodes"]
 
 
-def test_trainjob_get_list_delete(cluster: Cluster) -> None:
+def test_trainjob_get_list_delete(cluster: Connection) -> None:
     cluster.create(_suspended_job("client-tj"))
     assert cluster.get_trainjob("client-tj")["spec"]["suspend"] is True
     assert "client-tj" in [j["metadata"]["name"] for j in cluster.list_trainjobs()]
     assert "client-tj" in [j["metadata"]["name"] for j in cluster.list_trainjobs(all_namespaces=True)]
     assert cluster.runtime_for(cluster.get_trainjob("client-tj"))["metadata"]["name"] == "mpi-distributed"
     cluster.delete_trainjob("client-tj")
-    wait_until_gone(cluster, "client-tj")
+    cluster.run(wait_until_gone("default", "client-tj"))
     with pytest.raises(ApiError) as e:
         cluster.get_trainjob("client-tj")
     assert e.value.code == 404
 
 
-def test_runtimes(cluster: Cluster) -> None:
+def test_runtimes(cluster: Connection) -> None:
     assert "mpi-distributed" in [r["metadata"]["name"] for r in cluster.list_cluster_runtimes()]
     assert cluster.list_runtimes() == []
 
 
-def test_wait_for_finish_sees_the_terminal_condition(cluster: Cluster) -> None:
+def test_wait_for_finish_sees_the_terminal_condition(cluster: Connection) -> None:
     cluster.create(_suspended_job("client-wait"))
     with pytest.raises(WaitTimeout):
-        wait_for_finish(cluster, "client-wait", timeout=0.5)
+        cluster.run(wait_for_finish("default", "client-wait", timeout=0.5))
 
     def finish() -> None:
         time.sleep(0.3)
-        cluster.request(
+        cluster.run(Call(
             "PATCH", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/client-wait/status",
             body={"status": {"conditions": [{
                 "type": "Failed", "status": "True", "reason": "FailedJobs", "message": "rank 1 exited with code 3",
                 "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
             content_type="application/merge-patch+json",
-        )
+        ))
 
     t = threading.Thread(target=finish)
     t.start()
     try:
-        outcome = wait_for_finish(cluster, "client-wait", timeout=60)
+        outcome = cluster.run(wait_for_finish("default", "client-wait", timeout=60))
     finally:
         t.join()
     assert (outcome.type, outcome.reason, outcome.message) == ("Failed", "FailedJobs", "rank 1 exited with code 3")

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mpijob.api.errors import ApiError
-from mpijob.client.config import Target, context_namespace, resolve
-from mpijob.client.errors import ServerUnavailable
+from mpijob.client.config import ClusterChoice, choose_cluster
+from mpijob.client.errors import InvalidArgument, Unreachable
+from mpijob.client.kubeconfig import load
 
 
 def _kubeconfig(path: Path, contexts: dict[str, str | None], current: str) -> Path:
@@ -33,27 +33,30 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 def test_explicit_kubeconfig_wins_over_env(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     flag = _kubeconfig(env / "flag", {"a": "team-a"}, "a")
     monkeypatch.setenv("KUBECONFIG", str(_kubeconfig(env / "envkc", {"b": "team-b"}, "b")))
-    assert resolve(flag) == Target(str(flag), "a", "team-a", False)
-    assert resolve() == Target(str(env / "envkc"), "b", "team-b", False)
+    assert choose_cluster(flag) == ClusterChoice(str(flag), "a", "team-a", False)
+    assert choose_cluster() == ClusterChoice(str(env / "envkc"), "b", "team-b", False)
 
 
 def test_context_flag_and_namespace_override(env: Path) -> None:
     kc = _kubeconfig(env / "kc", {"a": "team-a", "b": None}, "a")
-    assert resolve(kc, "b").namespace == "default"
-    assert resolve(kc, "a", "other").namespace == "other"
-    assert context_namespace(str(kc), None) == ("a", "team-a")
-    with pytest.raises(ApiError, match="available contexts: a, b"):
-        resolve(kc, "zzz")
+    assert choose_cluster(kc, "b").namespace == "default"
+    assert choose_cluster(kc, "a", "other").namespace == "other"
+    config = load(str(kc))
+    assert config.context(None)[0] == "a" and config.namespace() == "team-a"
+    with pytest.raises(InvalidArgument, match="available contexts: a, b") as err:
+        choose_cluster(kc, "zzz")
+    assert err.value.param == "context" and err.value.value == "zzz"
 
 
 def test_missing_kubeconfig_file(env: Path) -> None:
-    with pytest.raises(ApiError, match="no such file"):
-        resolve(env / "missing")
+    with pytest.raises(InvalidArgument, match="no such file") as err:
+        choose_cluster(env / "missing")
+    assert err.value.param == "kubeconfig" and "--" not in str(err.value)  # an SDK user passes kubeconfig=
 
 
 def test_local_cluster_is_the_default_and_not_started_when_asked(env: Path) -> None:
     notes: list[str] = []
-    with pytest.raises(ServerUnavailable, match="not running"):
-        resolve(start=False, notify=notes.append)
+    with pytest.raises(Unreachable, match="not running"):
+        choose_cluster(start=False, notify=notes.append)
     assert notes == []
     assert not (env / "home" / "server.json").exists()

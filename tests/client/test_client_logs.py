@@ -1,4 +1,5 @@
-"""The pure half of merged logs and `wait`: timestamps, merge-sort, live reordering, grep, durations."""
+"""The pure half of merged logs and `wait`: timestamps, merge-sort, live reordering, grep, durations,
+which endings satisfy which condition, the progress line."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import json
 
 import pytest
 
-from mpijob.api.errors import ApiError
-from mpijob.cli.logs_cmd import Printer
 from mpijob.api.mpi_output import untag
-from mpijob.client.logs import Filter, LogLine, Reorder, merge, parse_line, parse_log, stamp_ns
-from mpijob.client.wait import Snapshot, _reached, parse_duration
+from mpijob.cli.flags import message, parse_duration
+from mpijob.cli.logs_cmd import Printer
+from mpijob.cli.views import state_line
+from mpijob.client.errors import InvalidArgument
+from mpijob.client.logs import Filter, LogLine, PodLog, Reorder, merge, parse_line, parse_log, stamp_ns
+from mpijob.client.wait import JobState, reached
 
 
 def test_stamps_parse_to_nanoseconds_even_with_trimmed_fractions() -> None:
@@ -110,14 +113,17 @@ def test_reorder_holds_lines_for_the_window_then_releases_in_time_order() -> Non
     assert [ln.ns for ln in r.drain()] == [30] and len(r) == 0
 
 
-def test_grep_filters_by_regex_and_rejects_a_bad_one_naming_the_flag() -> None:
+def test_grep_filters_by_regex_and_rejects_a_bad_one_naming_the_parameter_and_in_the_cli_the_flag() -> None:
     keep = Filter(r"loss=\d")
     assert keep(LogLine(0, "p", 0, "", "step 3 loss=0.5"))
     assert not keep(LogLine(0, "p", 0, "", "step 3 acc=0.5"))
     assert Filter(None)(LogLine(0, "p", 0, "", "anything"))
-    with pytest.raises(ApiError) as err:
+    with pytest.raises(InvalidArgument) as err:
         Filter("(")
-    assert "--grep '('" in err.value.message and "regular expression" in err.value.message
+    assert err.value.param == "pattern" and "regular expression" in str(err.value) and "--" not in str(err.value)
+    assert "--grep '('" in message(err.value) and "regular expression" in message(err.value)
+    with pytest.raises(InvalidArgument, match="rank -1 is negative"):
+        Filter(None, rank=-1)
 
 
 def test_printer_prefixes_pods_and_colours_them_only_when_asked() -> None:
@@ -140,30 +146,51 @@ def test_durations(text: str, seconds: float) -> None:
 
 @pytest.mark.parametrize("text", ["ten", "10x", "m", "5m3", "-5s"])
 def test_bad_durations_name_the_flag_and_the_fix(text: str) -> None:
-    with pytest.raises(ApiError) as err:
+    with pytest.raises(InvalidArgument) as err:
         parse_duration(text, "--since")
-    assert f"--since {text!r}" in err.value.message and "10m" in err.value.message
+    assert f"--since {text!r}" in str(err.value) and "10m" in str(err.value)
 
 
 def _job(*conditions: str) -> dict[str, object]:
     return {"status": {"conditions": [{"type": c, "status": "True"} for c in conditions]}}
 
 
+RUNNING = [{"metadata": {"name": "j-launcher-0-0", "labels": {"jobset.sigs.k8s.io/replicatedjob-name": "launcher"}},
+            "status": {"phase": "Running"}}]
+
+
 def test_which_endings_satisfy_which_condition() -> None:
-    assert _reached("Complete", _job("Complete"), "Succeeded") is True
-    assert _reached("Complete", _job("Failed"), "Failed") is False
-    assert _reached("Complete", _job(), "Running") is None
-    assert _reached("Failed", _job("Failed"), "Failed") is True
-    assert _reached("Failed", _job("Complete"), "Succeeded") is False
-    assert _reached("Running", _job(), "Running") is True
-    assert _reached("Running", _job(), "Queued") is None
-    assert _reached("Running", _job("Complete"), "Succeeded") is True
-    assert _reached("Running", _job("Failed"), "Failed") is False
-    assert _reached("Finished", _job("Failed"), "Failed") is True
+    assert reached("Complete", _job("Complete")) is True
+    assert reached("Complete", _job("Failed")) is False
+    assert reached("Complete", _job(), RUNNING) is None
+    assert reached("Failed", _job("Failed")) is True
+    assert reached("Failed", _job("Complete")) is False
+    assert reached("Running", _job(), RUNNING) is True
+    assert reached("Running", _job(), []) is None
+    assert reached("Running", _job("Complete"), []) is True
+    assert reached("Running", _job("Failed"), RUNNING) is False
+    assert reached("Finished", _job("Failed")) is True
+    assert reached("Finished", _job()) is None
 
 
 def test_progress_line_shows_phase_queue_position_and_pods_ready() -> None:
-    queued = Snapshot("Queued", "Waiting for quota", 0, 0, position=2, queue="user-queue")
-    assert queued.describe() == "Queued · position 2 in queue user-queue · Waiting for quota"
-    starting = Snapshot("Starting", "", 1, 3)
-    assert starting.describe() == "Starting · 1/3 pods ready"
+    queued = JobState("Queued", "Waiting for quota", 0, 0, position=2, queue="user-queue")
+    assert state_line(queued) == "Queued · position 2 in queue user-queue · Waiting for quota"
+    starting = JobState("Starting", "", 1, 3)
+    assert state_line(starting) == "Starting · 1/3 pods ready"
+
+
+def test_a_log_read_in_chunks_cut_anywhere_is_the_log_read_whole() -> None:
+    text = ("2026-01-01T00:00:01.5Z 0 zero\n2026-01-01T00:00:02Z - mpirun says\nno stamp\n"
+            "2026-01-01T00:00:03.25Z 1 [1,1]<stdout>:one, tagged by its user\n2026-01-01T00:00:04Z 2 last")
+    for ranked in (True, False):
+        whole = parse_log("p", text, ranked)
+        for size in (1, 7, 64):
+            log = PodLog("p", ranked)
+            raw = text.encode()
+            pieces = [log.feed(raw[i:i + size]) for i in range(0, len(raw), size)]
+            assert [ln for piece in pieces for ln in piece] + log.close() == whole
+    ranked_lines = parse_log("p", text, ranked=True)
+    assert [(ln.rank, ln.text) for ln in ranked_lines] == [
+        (0, "zero"), (None, "mpirun says"), (None, "stamp"), (1, "one, tagged by its user"), (2, "last")]
+    assert ranked_lines[2].ns == ranked_lines[1].ns and ranked_lines[3].stamp == "2026-01-01T00:00:03.25Z"

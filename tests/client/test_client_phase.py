@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpijob.client.phase import finished, job_phase, pod_status
+from mpijob.client.phase import job_phase, pod_status, terminal_condition
 
 ROLE = "jobset.sigs.k8s.io/replicatedjob-name"
 
@@ -26,8 +26,8 @@ def test_conditions_decide() -> None:
     assert job_phase(_job(("Suspended", "True")))[0] == "Suspended"
     assert job_phase(_job(("Suspended", "False"), ("Complete", "False")), [])[0] == "Queued"
     assert job_phase(_job(suspend=True), [])[0] == "Suspended"
-    assert finished(_job(("Complete", "True")))["type"] == "Complete"
-    assert finished(_job(("Suspended", "True"))) is None
+    assert terminal_condition(_job(("Complete", "True")))["type"] == "Complete"
+    assert terminal_condition(_job(("Suspended", "True"))) is None
 
 
 def test_pods_tell_progress() -> None:
