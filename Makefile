@@ -42,8 +42,9 @@ system-packages:
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
+# editable_mode=compat: a plain path entry instead of an import hook, which every `mpijob` call would pay for
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	$(VENV)/bin/python -m pip install --quiet --config-settings editable_mode=compat -e '.[test]'
 	touch $(STAMP)
 
 clean-venv:

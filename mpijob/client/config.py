@@ -44,7 +44,7 @@ def local_kubeconfig(start: bool = True, notify: Callable[[str], None] = _stderr
     from mpijob.store import supervisor
 
     home = Home.default()
-    info = supervisor.status(home)
+    info = supervisor.running(home)
     if info is None:
         if not start:
             raise Unreachable(str(home.root), "the local cluster is not running (`mpijob server start`)")

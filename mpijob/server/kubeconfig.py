@@ -1,12 +1,14 @@
 """The kubeconfig the server writes for its admin, and the port it remembers across restarts.
 
 The port is read back from the previous kubeconfig, so kubeconfigs copied elsewhere keep working
-after a restart as long as the port is still free.
+after a restart as long as the port is still free. It is written as JSON, which is YAML too (kubectl
+and client-go read it either way): a CLI call then parses it without loading a YAML parser.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import socket
 from pathlib import Path
@@ -37,7 +39,7 @@ def render(url: str, ca_pem: bytes, token: str) -> str:
         "current-context": CONTEXT,
         "preferences": {},
     }
-    return yaml.safe_dump(config, sort_keys=False)
+    return json.dumps(config, indent=2) + "\n"
 
 
 def write(path: Path, url: str, ca_pem: bytes, token: str) -> None:

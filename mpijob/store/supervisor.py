@@ -75,12 +75,23 @@ def start(home: Home, timeout: float = 30, env: dict[str, str] | None = None) ->
 
 def status(home: Home) -> ServerInfo | None:
     """The server serving `home`, if its process is alive and it answers `/readyz`."""
+    info = running(home)
+    if info is None or not _ready(info.url, home.root / "tls" / "ca.crt"):
+        return None
+    return info
+
+
+def running(home: Home) -> ServerInfo | None:
+    """The server serving `home` as its state file says, if its process is alive: no request made.
+
+    The server writes the state file once it answers and removes it when it stops, so this is what a
+    client needs before its first request (which says itself when a live server does not answer)."""
     try:
         state = json.loads(home.state_file.read_text())
         pid = int(state["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if _gone(pid) or _is_other_program(pid) or not _ready(state["url"], home.root / "tls" / "ca.crt"):
+    if _gone(pid) or _is_other_program(pid):
         return None
     return ServerInfo(pid=pid, url=state["url"], kubeconfig=home.kubeconfig, home=home.root,
                       sandbox_mode=state.get("sandbox_mode", "unknown"), version=state.get("version", ""))
