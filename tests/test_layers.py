@@ -150,6 +150,22 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
                       "sdk/cli):\n" + "\n".join(found)
 
 
+# The client and its surfaces reach a cluster through the Kubernetes API only: nothing of the server's or
+# the controllers' code, local cluster or not. The one exception is the CLI's `server run`, which
+# becomes the server process.
+API_ONLY = ("client", "sdk", "cli")
+BECOMES_THE_SERVER = {("mpijob.cli.server_cmd", "mpijob.server.daemon")}
+
+
+def test_clients_speak_only_the_kubernetes_api() -> None:
+    found = [f"{module}:{line} imports {target}" for module, edges in graph().items()
+             if module.split(".")[1:2] and module.split(".")[1] in API_ONLY
+             for line, target, _ in edges
+             if target.split(".")[1:2] and target.split(".")[1] in ("server", "controllers")
+             and (module, target) not in BECOMES_THE_SERVER]
+    assert not found, "a client reaches into the server's code instead of its API:\n" + "\n".join(found)
+
+
 def test_no_import_cycle() -> None:
     found = cycles()
     assert not found, "import cycles (module-level imports):\n" + "\n".join(" ↔ ".join(c) for c in found)
