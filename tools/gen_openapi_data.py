@@ -37,16 +37,17 @@ def _key(node: Any) -> str:
 
 def served_schemas(upstream: Path = UPSTREAM) -> dict[str, Any]:
     """`{"<version>/<Kind>": openAPIV3Schema}` for every served Kueue kind and version, in served order."""
-    from mpijob.api.resources import ALL, KUEUE
+    from mpijob.api.names import KUEUE_GROUP
+    from mpijob.api.resources import ALL
 
     crds: dict[str, dict[str, Any]] = {}
     for path in sorted(upstream.glob("*.yaml")):
         crd = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        if crd.get("kind") == "CustomResourceDefinition" and crd["spec"]["group"] == KUEUE:
+        if crd.get("kind") == "CustomResourceDefinition" and crd["spec"]["group"] == KUEUE_GROUP:
             crds[crd["spec"]["names"]["kind"]] = crd
     out: dict[str, Any] = {}
     for r in ALL:
-        if r.group != KUEUE:
+        if r.group != KUEUE_GROUP:
             continue
         crd = crds.get(r.kind)
         versions = {v["name"]: v for v in (crd or {}).get("spec", {}).get("versions", [])}

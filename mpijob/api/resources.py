@@ -35,38 +35,34 @@ class Resource:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
-TRAINER = names.TRAINER_GROUP  # the group's name where other modules speak of resources
-
 NAMESPACES = Resource("", "v1", "namespaces", "namespace", "Namespace", False, ("ns",), ("status",))
 PODS = Resource("", "v1", "pods", "pod", "Pod", True, ("po",), ("status", "log"))
 EVENTS = Resource("", "v1", "events", "event", "Event", True, ("ev",))
 SECRETS = Resource("", "v1", "secrets", "secret", "Secret", True)
 CONFIGMAPS = Resource("", "v1", "configmaps", "configmap", "ConfigMap", True, ("cm",))
-TRAINJOBS = Resource(TRAINER, names.TRAINER_VERSION, "trainjobs", "trainjob", "TrainJob", True, (), ("status",))
-TRAINING_RUNTIMES = Resource(TRAINER, names.TRAINER_VERSION, "trainingruntimes", "trainingruntime", "TrainingRuntime",
+TRAINJOBS = Resource(names.TRAINER_GROUP, names.TRAINER_VERSION, "trainjobs", "trainjob", "TrainJob", True, (), ("status",))
+TRAINING_RUNTIMES = Resource(names.TRAINER_GROUP, names.TRAINER_VERSION, "trainingruntimes", "trainingruntime", "TrainingRuntime",
                              True)
 CLUSTER_TRAINING_RUNTIMES = Resource(
-    TRAINER, names.TRAINER_VERSION, "clustertrainingruntimes", "clustertrainingruntime", "ClusterTrainingRuntime", False
+    names.TRAINER_GROUP, names.TRAINER_VERSION, "clustertrainingruntimes", "clustertrainingruntime", "ClusterTrainingRuntime", False
 )
 
 # Kueue: v1beta2 is the storage (and preferred) version; v1beta1 is still served, converted on the way
 # in and out by `mpijob.api.kueue.conversion`. Short names are the CRDs'.
-KUEUE = names.KUEUE_GROUP
-KUEUE_STORAGE_VERSION = names.KUEUE_VERSION
 
 
 def _kueue(version: str) -> tuple[Resource, ...]:
     return (
-        Resource(KUEUE, version, "resourceflavors", "resourceflavor", "ResourceFlavor", False,
+        Resource(names.KUEUE_GROUP, version, "resourceflavors", "resourceflavor", "ResourceFlavor", False,
                  ("flavor", "flavors", "rf")),
-        Resource(KUEUE, version, "clusterqueues", "clusterqueue", "ClusterQueue", False, ("cq",), ("status",)),
-        Resource(KUEUE, version, "localqueues", "localqueue", "LocalQueue", True, ("queue", "queues", "lq"),
+        Resource(names.KUEUE_GROUP, version, "clusterqueues", "clusterqueue", "ClusterQueue", False, ("cq",), ("status",)),
+        Resource(names.KUEUE_GROUP, version, "localqueues", "localqueue", "LocalQueue", True, ("queue", "queues", "lq"),
                  ("status",)),
-        Resource(KUEUE, version, "workloadpriorityclasses", "workloadpriorityclass", "WorkloadPriorityClass", False,
+        Resource(names.KUEUE_GROUP, version, "workloadpriorityclasses", "workloadpriorityclass", "WorkloadPriorityClass", False,
                  ("wpc",)),
-        Resource(KUEUE, version, "workloads", "workload", "Workload", True,
+        Resource(names.KUEUE_GROUP, version, "workloads", "workload", "Workload", True,
                  ("kwl", "kueueworkload", "kueueworkloads"), ("status",)),
-        Resource(KUEUE, version, "cohorts", "cohort", "Cohort", False, ("co",), ("status",)),
+        Resource(names.KUEUE_GROUP, version, "cohorts", "cohort", "Cohort", False, ("co",), ("status",)),
     )
 
 

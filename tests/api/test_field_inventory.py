@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from mpijob.api import names
 from mpijob.api import resources as r
 from mpijob.api.errors import ApiError
 from mpijob.api.openapi import walk
@@ -160,7 +161,7 @@ def _served() -> dict[str, Any]:
 
 
 def _resource(kind: str) -> r.Resource:
-    res = r.for_kind(f"{r.TRAINER}/v1alpha1" if kind in TRAINER_KINDS else f"{r.KUEUE}/{r.KUEUE_STORAGE_VERSION}", kind)
+    res = r.for_kind(names.TRAINER_API_VERSION if kind in TRAINER_KINDS else names.KUEUE_API_VERSION, kind)
     assert res is not None, kind
     return res
 

@@ -31,8 +31,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from mpijob.api.names import KUEUE_GROUP, TRAINER_GROUP
 from mpijob.api.openapi import GVK_EXTENSION, crd_definition_name
-from mpijob.api.resources import ALL, KUEUE, TRAINER, Resource
+from mpijob.api.resources import ALL, Resource
 
 V2_PREFIX = "#/definitions/"
 
@@ -51,7 +52,7 @@ _PACKAGES = {
 # Models generated for a oneOf (`actual_instance`) are kube's custom-marshalled types: a string in v2
 # (IntOrString with this format), `oneOf` their JSON types in v3 (see `v3_forms`).
 _FORMATS = {"io.k8s.apimachinery.pkg.util.intstr.IntOrString": "int-or-string"}
-_MODEL_GROUPS = {"": "IoK8sApiCoreV1", TRAINER: "TrainerV1alpha1"}
+_MODEL_GROUPS = {"": "IoK8sApiCoreV1", TRAINER_GROUP: "TrainerV1alpha1"}
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 KUEUE_DATA = "kueue_schemas.json"
 
@@ -91,7 +92,7 @@ def _build() -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     out: dict[str, dict[str, Any]] = {}
     kueue = _kueue_schemas()
     for r in ALL:
-        if r.group == KUEUE:
+        if r.group == KUEUE_GROUP:
             out[kind_definition(r)] = _crd_kind(r, kueue[f"{r.version}/{r.kind}"])
             continue
         model = getattr(models, _MODEL_GROUPS[r.group] + r.kind)
@@ -282,7 +283,7 @@ def _crd_kind(r: Resource, schema: dict[str, Any]) -> dict[str, Any]:
 
 def crd_kinds() -> frozenset[str]:
     """Definitions that come from a CRD (what `v2_structural` applies to)."""
-    return frozenset(kind_definition(r) for r in ALL if r.group == KUEUE)
+    return frozenset(kind_definition(r) for r in ALL if r.group == KUEUE_GROUP)
 
 
 def v2_structural(node: Any, memo: dict[int, Any] | None = None) -> Any:
