@@ -15,7 +15,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from mpijob.api import names as n
+from mpijob.api import names
 from mpijob.api.errors import Cause, invalid
 from mpijob.api.quantity import quantity_value
 
@@ -117,22 +117,22 @@ def gpu_count(resources: dict | None) -> int:
 def _container(pod_spec: dict) -> dict:
     containers = pod_spec.get("containers") or []
     for c in containers:
-        if c.get("name") == n.CONTAINER:
+        if c.get("name") == names.CONTAINER:
             return c
     return containers[0] if containers else {}
 
 
 def _refuse(job: str, fld: str, message: str) -> Exception:
-    return invalid("TrainJob", job, [Cause(fld, message)], n.TRAINER_GROUP)
+    return invalid("TrainJob", job, [Cause(fld, message)], names.TRAINER_GROUP)
 
 
 def _runtime_resources_per_node(rjobs: list[dict]) -> dict | None:
     """Trainer's ExtractResourcePerNodeFromRuntime: the first node/trainer-step `node` container with resources."""
     for rj in rjobs:
-        ancestor = _get(rj, "template", "metadata", "labels", n.LABEL_ANCESTOR)
-        if rj.get("name") == n.NODE or ancestor == n.ANCESTOR_TRAINER:
+        ancestor = _get(rj, "template", "metadata", "labels", names.LABEL_ANCESTOR)
+        if rj.get("name") == names.NODE or ancestor == names.ANCESTOR_TRAINER:
             for c in _get(rj, "template", "spec", "template", "spec", "containers") or []:
-                if c.get("name") == n.CONTAINER and c.get("resources") is not None:
+                if c.get("name") == names.CONTAINER and c.get("resources") is not None:
                     return c["resources"]
     return None
 
@@ -156,15 +156,15 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
                       "(the runtime has no spec.mlPolicy.mpi); pick an MPI runtime such as mpi-distributed")
     rjobs: list[dict] = _get(runtime, "spec", "template", "spec", "replicatedJobs") or []
     by_name = {rj.get("name"): rj for rj in rjobs}
-    if n.LAUNCHER not in by_name:
+    if names.LAUNCHER not in by_name:
         raise _refuse(job, "spec.runtimeRef.name",
                       f'Invalid value: "{runtime_name}": the runtime has no "launcher" replicatedJob to run mpirun')
 
     launcher_as_node = bool(mpi.get("runLauncherAsNode", False))
-    mpi_impl = mpi.get("mpiImplementation") or n.OPEN_MPI
-    mount = mpi.get("sshAuthMountPath") or n.DEFAULT_SSH_AUTH_MOUNT_PATH
+    mpi_impl = mpi.get("mpiImplementation") or names.OPEN_MPI
+    mount = mpi.get("sshAuthMountPath") or names.DEFAULT_SSH_AUTH_MOUNT_PATH
     num_nodes = int(trainer.get("numNodes") or ml.get("numNodes") or 1)
-    if n.NODE in by_name:
+    if names.NODE in by_name:
         node_replicas = max(num_nodes - 1, 1) if launcher_as_node else num_nodes
     else:  # launcher-only runtime: the launcher is the single host (Trainer allows it for numNodes 1)
         node_replicas = 0
@@ -183,17 +183,17 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
 
     subdomain = _get(runtime, "spec", "template", "spec", "network", "subdomain") or job
     user_env = [dict(e) for e in trainer.get("env") or []]
-    counts = {n.NODE: node_replicas, n.LAUNCHER: 1}
+    counts = {names.NODE: node_replicas, names.LAUNCHER: 1}
 
     launcher_env = [
-        {"name": n.OMPI_HOSTFILE, "value": n.HOSTFILE_PATH},
-        {"name": n.OMPI_KEEP_FQDN, "value": "true"},
-        {"name": n.OMPI_SLOTS, "value": str(slots)},
-        {"name": n.OMPI_RSH_ARGS, "value": n.RSH_ARGS},
-        {"name": n.PRTE_HOSTFILE, "value": n.HOSTFILE_PATH},
-        {"name": n.PRTE_KEEP_FQDN, "value": "true"},
-        {"name": n.PRTE_SLOTS, "value": str(slots)},
-        {"name": n.PRTE_SSH_ARGS, "value": n.RSH_ARGS},
+        {"name": names.OMPI_HOSTFILE, "value": names.HOSTFILE_PATH},
+        {"name": names.OMPI_KEEP_FQDN, "value": "true"},
+        {"name": names.OMPI_SLOTS, "value": str(slots)},
+        {"name": names.OMPI_RSH_ARGS, "value": names.RSH_ARGS},
+        {"name": names.PRTE_HOSTFILE, "value": names.HOSTFILE_PATH},
+        {"name": names.PRTE_KEEP_FQDN, "value": "true"},
+        {"name": names.PRTE_SLOTS, "value": str(slots)},
+        {"name": names.PRTE_SSH_ARGS, "value": names.RSH_ARGS},
     ]
 
     pods_by_rjob: dict[str, list[PodPlan]] = {}
@@ -202,13 +202,13 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
         name = rj.get("name")
         if name not in counts:
             continue  # initializers and other steps are not run by the local cluster
-        is_launcher = name == n.LAUNCHER
+        is_launcher = name == names.LAUNCHER
         job_labels = _get(rj, "template", "metadata", "labels") or {}
-        is_trainer_step = job_labels.get(n.LABEL_ANCESTOR) == n.ANCESTOR_TRAINER
+        is_trainer_step = job_labels.get(names.LABEL_ANCESTOR) == names.ANCESTOR_TRAINER
         pod_template = _get(rj, "template", "spec", "template") or {}
         pod_spec = copy.deepcopy(pod_template.get("spec") or {})
         c = _container(pod_spec)
-        receives_trainer = is_trainer_step or (launcher_as_node and name == n.NODE)
+        receives_trainer = is_trainer_step or (launcher_as_node and name == names.NODE)
 
         image = c.get("image") or ""
         command = list(c.get("command") or [])
@@ -232,7 +232,7 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
         psc = pod_spec.get("securityContext") or {}
         run_as_user = csc.get("runAsUser", psc.get("runAsUser"))
         run_as_group = csc.get("runAsGroup", psc.get("runAsGroup"))
-        depends = any(d.get("name") == n.NODE and d.get("status") == "Ready" for d in rj.get("dependsOn") or [])
+        depends = any(d.get("name") == names.NODE and d.get("status") == "Ready" for d in rj.get("dependsOn") or [])
         runs_sshd = bool(command) and posixpath.basename(command[0]) == "sshd"
         in_hostfile = (not is_launcher) or launcher_as_node
         replicas = rj.get("replicas", 1)
@@ -240,25 +240,25 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
         plans = []
         for idx in range(counts[name]):
             labels = dict((pod_template.get("metadata") or {}).get("labels") or {})
-            if n.LABEL_ANCESTOR in job_labels:
-                labels[n.LABEL_ANCESTOR] = job_labels[n.LABEL_ANCESTOR]
+            if names.LABEL_ANCESTOR in job_labels:
+                labels[names.LABEL_ANCESTOR] = job_labels[names.LABEL_ANCESTOR]
             labels.update({
-                n.LABEL_JOBSET_NAME: job,
-                n.LABEL_RJOB_NAME: name,
-                n.LABEL_RJOB_REPLICAS: str(replicas),
-                n.LABEL_JOB_INDEX: "0",
-                n.LABEL_JOB_GLOBAL_INDEX: "0",
-                n.LABEL_COMPLETION_INDEX: str(idx),
-                n.LABEL_JOB_NAME: f"{job}-{name}-0",
+                names.LABEL_JOBSET_NAME: job,
+                names.LABEL_RJOB_NAME: name,
+                names.LABEL_RJOB_REPLICAS: str(replicas),
+                names.LABEL_JOB_INDEX: "0",
+                names.LABEL_JOB_GLOBAL_INDEX: "0",
+                names.LABEL_COMPLETION_INDEX: str(idx),
+                names.LABEL_JOB_NAME: f"{job}-{name}-0",
             })
             plans.append(PodPlan(
                 rjob=name, job_index=0, pod_index=idx,
-                name=n.pod_name(job, name, 0, idx, uid),
-                hostname=n.hostname(job, name, 0, idx),
-                host=n.host(job, name, 0, idx, subdomain),
+                name=names.pod_name(job, name, 0, idx, uid),
+                hostname=names.hostname(job, name, 0, idx),
+                host=names.host(job, name, 0, idx, subdomain),
                 is_launcher=is_launcher, in_hostfile=in_hostfile, runs_sshd=runs_sshd,
                 image=image, command=command, args=args,
-                env=_upsert_env(env, [{"name": n.ENV_COMPLETION_INDEX, "value": str(idx)}]),
+                env=_upsert_env(env, [{"name": names.ENV_COMPLETION_INDEX, "value": str(idx)}]),
                 working_dir=c.get("workingDir"), resources=resources,
                 run_as_user=run_as_user, run_as_group=run_as_group, fs_group=psc.get("fsGroup"), labels=labels,
                 annotations=dict((pod_template.get("metadata") or {}).get("annotations") or {}),
@@ -272,7 +272,7 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
         job=job, namespace=namespace, uid=uid, num_nodes=num_nodes, node_replicas=node_replicas, slots=slots,
         launcher_as_node=launcher_as_node, mpi_implementation=mpi_impl, ssh_auth_mount_path=mount,
         hostfile="".join(hostfile_lines),
-        pods=pods_by_rjob.get(n.NODE, []) + pods_by_rjob.get(n.LAUNCHER, []),
+        pods=pods_by_rjob.get(names.NODE, []) + pods_by_rjob.get(names.LAUNCHER, []),
         user_env=user_env, subdomain=subdomain,
     )
 

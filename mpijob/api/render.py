@@ -9,7 +9,7 @@ import base64
 import copy
 from typing import Any
 
-from mpijob.api import names as n
+from mpijob.api import names
 from mpijob.api.plan import PodPlan, RunPlan
 
 
@@ -17,7 +17,7 @@ def owner_reference(trainjob: dict) -> dict:
     """The controller ownerReference every object of a TrainJob carries, so deletion cascades."""
     meta = trainjob.get("metadata") or {}
     return {
-        "apiVersion": trainjob.get("apiVersion") or n.TRAINER_API_VERSION,
+        "apiVersion": trainjob.get("apiVersion") or names.TRAINER_API_VERSION,
         "kind": trainjob.get("kind") or "TrainJob",
         "name": meta.get("name", ""),
         "uid": meta.get("uid", ""),
@@ -39,10 +39,10 @@ def render_secret(plan: RunPlan, private_pem: str, public_line: str, owner: dict
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": _metadata(n.ssh_secret_name(plan.job), plan, owner),
-        "type": n.SSH_SECRET_TYPE,
+        "metadata": _metadata(names.ssh_secret_name(plan.job), plan, owner),
+        "type": names.SSH_SECRET_TYPE,
         "immutable": True,
-        "data": {n.SSH_PRIVATE_KEY: b64(private_pem), n.SSH_PUBLIC_KEY: b64(public_line)},
+        "data": {names.SSH_PRIVATE_KEY: b64(private_pem), names.SSH_PUBLIC_KEY: b64(public_line)},
     }
 
 
@@ -51,8 +51,8 @@ def render_hostfile_configmap(plan: RunPlan, owner: dict) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _metadata(n.hostfile_configmap_name(plan.job), plan, owner),
-        "data": {n.HOSTFILE_KEY: plan.hostfile},
+        "metadata": _metadata(names.hostfile_configmap_name(plan.job), plan, owner),
+        "data": {names.HOSTFILE_KEY: plan.hostfile},
     }
 
 
@@ -63,27 +63,27 @@ def _upsert_named(items: list[dict], extra: list[dict], key: str = "name") -> li
 
 def _volumes(plan: RunPlan, pod: PodPlan) -> tuple[list[dict], list[dict]]:
     volumes = [{
-        "name": n.SSH_VOLUME,
+        "name": names.SSH_VOLUME,
         "secret": {
-            "secretName": n.ssh_secret_name(plan.job),
-            "defaultMode": n.SSH_DEFAULT_MODE,
+            "secretName": names.ssh_secret_name(plan.job),
+            "defaultMode": names.SSH_DEFAULT_MODE,
             "items": [
-                {"key": n.SSH_PRIVATE_KEY, "path": n.SSH_PRIVATE_FILE, "mode": n.SSH_PRIVATE_FILE_MODE},
-                {"key": n.SSH_PUBLIC_KEY, "path": n.SSH_PUBLIC_FILE, "mode": n.SSH_PUBLIC_FILE_MODE},
-                {"key": n.SSH_PUBLIC_KEY, "path": n.SSH_AUTHORIZED_KEYS, "mode": n.SSH_PUBLIC_FILE_MODE},
+                {"key": names.SSH_PRIVATE_KEY, "path": names.SSH_PRIVATE_FILE, "mode": names.SSH_PRIVATE_FILE_MODE},
+                {"key": names.SSH_PUBLIC_KEY, "path": names.SSH_PUBLIC_FILE, "mode": names.SSH_PUBLIC_FILE_MODE},
+                {"key": names.SSH_PUBLIC_KEY, "path": names.SSH_AUTHORIZED_KEYS, "mode": names.SSH_PUBLIC_FILE_MODE},
             ],
         },
     }]
-    mounts = [{"name": n.SSH_VOLUME, "mountPath": plan.ssh_auth_mount_path}]
+    mounts = [{"name": names.SSH_VOLUME, "mountPath": plan.ssh_auth_mount_path}]
     if pod.is_launcher:
         volumes.append({
-            "name": n.HOSTFILE_VOLUME,
+            "name": names.HOSTFILE_VOLUME,
             "configMap": {
-                "name": n.hostfile_configmap_name(plan.job),
-                "items": [{"key": n.HOSTFILE_KEY, "path": n.HOSTFILE_KEY, "mode": n.HOSTFILE_MODE}],
+                "name": names.hostfile_configmap_name(plan.job),
+                "items": [{"key": names.HOSTFILE_KEY, "path": names.HOSTFILE_KEY, "mode": names.HOSTFILE_MODE}],
             },
         })
-        mounts.append({"name": n.HOSTFILE_VOLUME, "mountPath": n.HOSTFILE_DIR})
+        mounts.append({"name": names.HOSTFILE_VOLUME, "mountPath": names.HOSTFILE_DIR})
     return volumes, mounts
 
 
@@ -91,11 +91,11 @@ def render_pod(plan: RunPlan, pod: PodPlan, owner: dict) -> dict:
     """The Pod object for one planned pod: the runtime's pod spec with the plan's container, volumes and
     names applied; `status.phase: Pending` until the runtime controller starts it."""
     spec = copy.deepcopy(pod.pod_spec) if pod.pod_spec else {}
-    containers = spec.get("containers") or [{"name": n.CONTAINER}]
-    idx = next((i for i, c in enumerate(containers) if c.get("name") == n.CONTAINER), 0)
+    containers = spec.get("containers") or [{"name": names.CONTAINER}]
+    idx = next((i for i, c in enumerate(containers) if c.get("name") == names.CONTAINER), 0)
     container = dict(containers[idx])
     volumes, mounts = _volumes(plan, pod)
-    container.update({"name": container.get("name") or n.CONTAINER, "image": pod.image, "env": copy.deepcopy(pod.env)})
+    container.update({"name": container.get("name") or names.CONTAINER, "image": pod.image, "env": copy.deepcopy(pod.env)})
     for key, value in (("command", pod.command), ("args", pod.args)):
         if value:
             container[key] = list(value)
@@ -115,7 +115,7 @@ def render_pod(plan: RunPlan, pod: PodPlan, owner: dict) -> dict:
         "containers": containers,
         "volumes": _upsert_named(list(spec.get("volumes") or []), volumes),
     })
-    annotations = {**pod.annotations, n.LABEL_COMPLETION_INDEX: str(pod.pod_index)}
+    annotations = {**pod.annotations, names.LABEL_COMPLETION_INDEX: str(pod.pod_index)}
     meta = _metadata(pod.name, plan, owner, pod.labels)
     meta["annotations"] = annotations
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpijob.api import names as n
+from mpijob.api import names
 from mpijob.api.errors import Cause
 from mpijob.api.schema import show
 from mpijob.api.trainjob import quantity_causes
@@ -22,7 +22,7 @@ POLICIES = ("torch", "mpi", "jax", "xgboost", "flux")
 
 
 def _container(command: list[str] | None = None, args: list[str] | None = None, sshd: bool = False) -> dict:
-    c: dict[str, Any] = {"name": n.CONTAINER, "image": BUNDLED_IMAGE, "securityContext": {"runAsUser": MPI_USER}}
+    c: dict[str, Any] = {"name": names.CONTAINER, "image": BUNDLED_IMAGE, "securityContext": {"runAsUser": MPI_USER}}
     if command:
         c["command"] = command
     if args:
@@ -41,21 +41,21 @@ def _rjob(name: str, container: dict, labels: dict[str, str] | None = None, depe
     if labels:
         rj["template"]["metadata"] = {"labels": labels}
     if depends:
-        rj["dependsOn"] = [{"name": n.NODE, "status": "Ready"}]
+        rj["dependsOn"] = [{"name": names.NODE, "status": "Ready"}]
     return rj
 
 
 def bundled() -> list[dict]:
     """The ClusterTrainingRuntimes the server installs on first start (fresh copies each call)."""
     return [{
-        "apiVersion": n.TRAINER_API_VERSION,
+        "apiVersion": names.TRAINER_API_VERSION,
         "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": BUNDLED_NAME, "labels": {n.LABEL_FRAMEWORK: "mpi"}},
+        "metadata": {"name": BUNDLED_NAME, "labels": {names.LABEL_FRAMEWORK: "mpi"}},
         "spec": {
             "mlPolicy": {
                 "numNodes": 1,
                 "mpi": {
-                    "mpiImplementation": n.OPEN_MPI,
+                    "mpiImplementation": names.OPEN_MPI,
                     "numProcPerNode": 1,
                     "runLauncherAsNode": True,
                     "sshAuthMountPath": "/home/mpiuser/.ssh",
@@ -63,11 +63,11 @@ def bundled() -> list[dict]:
             },
             "template": {"spec": {
                 "network": {"publishNotReadyAddresses": True},
-                "successPolicy": {"operator": "All", "targetReplicatedJobs": [n.LAUNCHER]},
+                "successPolicy": {"operator": "All", "targetReplicatedJobs": [names.LAUNCHER]},
                 "replicatedJobs": [
                     # node first: hostfile order puts rank 0 on node-0-0, as upstream
-                    _rjob(n.NODE, _container(["/usr/sbin/sshd"], ["-De", "-p", str(SSH_PORT)], sshd=True)),
-                    _rjob(n.LAUNCHER, _container(), {n.LABEL_ANCESTOR: n.ANCESTOR_TRAINER}, depends=True),
+                    _rjob(names.NODE, _container(["/usr/sbin/sshd"], ["-De", "-p", str(SSH_PORT)], sshd=True)),
+                    _rjob(names.LAUNCHER, _container(), {names.LABEL_ANCESTOR: names.ANCESTOR_TRAINER}, depends=True),
                 ],
             }},
         },
@@ -79,10 +79,10 @@ def default(obj: dict) -> dict:
     mpi = ((obj.get("spec") or {}).get("mlPolicy") or {}).get("mpi")
     if isinstance(mpi, dict):
         if not mpi.get("mpiImplementation"):
-            mpi["mpiImplementation"] = n.OPEN_MPI
+            mpi["mpiImplementation"] = names.OPEN_MPI
         mpi.setdefault("numProcPerNode", 1)
         mpi.setdefault("runLauncherAsNode", False)
-        mpi.setdefault("sshAuthMountPath", n.DEFAULT_SSH_AUTH_MOUNT_PATH)
+        mpi.setdefault("sshAuthMountPath", names.DEFAULT_SSH_AUTH_MOUNT_PATH)
     return obj
 
 
@@ -98,13 +98,13 @@ def causes(obj: dict) -> list[Cause]:
     if ml.get("numNodes") is not None and ml["numNodes"] < 1:
         out.append(Cause("spec.mlPolicy.numNodes", f"Invalid value: {ml['numNodes']}: must be at least 1"))
     rjobs = ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
-    names = [rj.get("name") for rj in rjobs]
-    for i, name in enumerate(names):
-        if name in names[:i]:
+    rjob_names = [rj.get("name") for rj in rjobs]
+    for i, name in enumerate(rjob_names):
+        if name in rjob_names[:i]:
             out.append(Cause(f"spec.template.spec.replicatedJobs[{i}].name",
                              f'Duplicate value: "{name}": replicatedJob names must be unique', "FieldValueDuplicate"))
         for j, dep in enumerate(rjobs[i].get("dependsOn") or []):
-            if dep.get("name") not in names[:i]:
+            if dep.get("name") not in rjob_names[:i]:
                 out.append(Cause(f"spec.template.spec.replicatedJobs[{i}].dependsOn[{j}].name",
                                  f"Invalid value: {show(dep.get('name'))}: must name a replicatedJob listed "
                                  f"before {name!r}"))
@@ -115,18 +115,18 @@ def causes(obj: dict) -> list[Cause]:
                                    f".containers[{k}].resources")
     mpi = ml.get("mpi")
     if isinstance(mpi, dict):
-        if mpi.get("mpiImplementation") not in (n.OPEN_MPI, ""):
+        if mpi.get("mpiImplementation") not in (names.OPEN_MPI, ""):
             out.append(Cause("spec.mlPolicy.mpi.mpiImplementation",
                              f'Unsupported value: {show(mpi.get("mpiImplementation"))}: supported values: "OpenMPI"',
                              "FieldValueNotSupported"))
         if mpi.get("numProcPerNode", 1) < 1:
             out.append(Cause("spec.mlPolicy.mpi.numProcPerNode",
                              f"Invalid value: {mpi['numProcPerNode']}: NumProcPerNode in mpiPolicy must be >= 1"))
-        if n.LAUNCHER not in names:
+        if names.LAUNCHER not in rjob_names:
             out.append(Cause("spec.template.spec.replicatedJobs",
                              'Required value: an MPI runtime needs a replicatedJob named "launcher" (it runs '
                              "mpirun); add one", "FieldValueRequired"))
-        if n.NODE not in names and not mpi.get("runLauncherAsNode"):
+        if names.NODE not in rjob_names and not mpi.get("runLauncherAsNode"):
             out.append(Cause("spec.template.spec.replicatedJobs",
                              'Required value: an MPI runtime needs a replicatedJob named "node" (its pods are the '
                              "MPI hosts) unless runLauncherAsNode is true; add one", "FieldValueRequired"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpijob.api import names as n
+from mpijob.api import names
 from mpijob.api.errors import Cause, invalid
 from mpijob.api.names import MAX_ENV
 from mpijob.api.quantity import is_quantity
@@ -16,7 +16,7 @@ from mpijob.api.schema import show
 # sensible capacity long before MPI does, and such jobs belong on a real cluster (`--context`).
 MAX_NUM_NODES = 64
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
-MANAGED_BY = (n.MANAGED_BY_TRAINER, n.MANAGED_BY_MULTIKUEUE)
+MANAGED_BY = (names.MANAGED_BY_TRAINER, names.MANAGED_BY_MULTIKUEUE)
 IMMUTABLE = ("runtimeRef", "trainer", "initializer", "activeDeadlineSeconds", "managedBy")
 HOSTNAME_LIMIT = 63
 
@@ -26,7 +26,7 @@ def default(obj: dict) -> dict:
     spec = obj.setdefault("spec", {})
     ref = spec.get("runtimeRef")
     if isinstance(ref, dict):
-        ref.setdefault("apiGroup", n.TRAINER_GROUP)
+        ref.setdefault("apiGroup", names.TRAINER_GROUP)
         ref.setdefault("kind", "ClusterTrainingRuntime")
     spec.setdefault("suspend", False)
     spec.setdefault("managedBy", MANAGED_BY[0])
@@ -48,7 +48,7 @@ def name_causes(name: str) -> list[Cause]:
     if len(name) > 63:
         return [Cause("metadata.name", f'Invalid value: "{name}": must be no more than 63 characters '
                                        f"(it has {len(name)}); use a shorter name")]
-    if not n.RFC1035_LABEL.match(name):
+    if not names.RFC1035_LABEL.match(name):
         return [Cause("metadata.name", f'Invalid value: "{name}": must be an RFC 1035 label: lower-case '
                                        "letters, digits and '-', starting with a letter and ending with a "
                                        "letter or digit (e.g. 'pi-2')")]
@@ -71,9 +71,9 @@ def causes(obj: dict, old: dict | None = None) -> list[Cause]:
             out.append(Cause("spec.runtimeRef.kind", f"Unsupported value: {show(ref.get('kind'))}: supported "
                                                      'values: "ClusterTrainingRuntime", "TrainingRuntime"',
                              "FieldValueNotSupported"))
-        if ref.get("apiGroup") != n.TRAINER_GROUP:
+        if ref.get("apiGroup") != names.TRAINER_GROUP:
             out.append(Cause("spec.runtimeRef.apiGroup", f"Unsupported value: {show(ref.get('apiGroup'))}: "
-                                                         f'supported values: "{n.TRAINER_GROUP}"',
+                                                         f'supported values: "{names.TRAINER_GROUP}"',
                              "FieldValueNotSupported"))
     if spec.get("managedBy") not in MANAGED_BY:
         out.append(Cause("spec.managedBy", f"Unsupported value: {show(spec.get('managedBy'))}: supported values: "
@@ -112,11 +112,11 @@ def _trainer_causes(trainer: Any) -> list[Cause]:
     for i, e in enumerate(env):
         name = e.get("name", "")
         where = f"spec.trainer.env[{i}].name"
-        if name in n.RESERVED_ENV:
+        if name in names.RESERVED_ENV:
             out.append(Cause(where, f'Invalid value: "{name}": reserved: the MPI launcher sets it itself '
                                     "(hostfile, slots and ssh arguments come from the runtime); remove it from "
                                     "spec.trainer.env"))
-        elif not n.C_IDENTIFIER.match(name):
+        elif not names.C_IDENTIFIER.match(name):
             out.append(Cause(where, f"Invalid value: {show(name)}: must be a C identifier (letters, digits and "
                                     "'_', not starting with a digit), e.g. 'MY_VAR'"))
         if name in seen:
@@ -128,7 +128,7 @@ def _trainer_causes(trainer: Any) -> list[Cause]:
 
 
 def _refuse(job: str, fld: str, message: str) -> Exception:
-    return invalid("TrainJob", job, [Cause(fld, message)], n.TRAINER_GROUP)
+    return invalid("TrainJob", job, [Cause(fld, message)], names.TRAINER_GROUP)
 
 
 def check_runtime_ref(trainjob: dict, runtime: dict | None, available: list[str] | tuple[str, ...] = ()) -> None:
@@ -139,9 +139,9 @@ def check_runtime_ref(trainjob: dict, runtime: dict | None, available: list[str]
     ref_name = ref.get("name") or ""
     kind = ref.get("kind") or "ClusterTrainingRuntime"
     if runtime is None:
-        names = ", ".join(sorted(available)) if available else "none installed"
+        choices = ", ".join(sorted(available)) if available else "none installed"
         raise _refuse(job, "spec.runtimeRef.name",
-                      f'Invalid value: "{ref_name}": {kind} "{ref_name}" not found; available {kind}s: {names}; '
+                      f'Invalid value: "{ref_name}": {kind} "{ref_name}" not found; available {kind}s: {choices}; '
                       "set spec.runtimeRef.name to one of them")
     spec = runtime.get("spec") or {}
     mpi = (spec.get("mlPolicy") or {}).get("mpi")
@@ -149,32 +149,32 @@ def check_runtime_ref(trainjob: dict, runtime: dict | None, available: list[str]
         raise _refuse(job, "spec.runtimeRef.name",
                       f'Invalid value: "{ref_name}": mpijob local cluster runs MPI runtimes only (this runtime has '
                       "no spec.mlPolicy.mpi); use an MPI runtime such as mpi-distributed")
-    impl = mpi.get("mpiImplementation") or n.OPEN_MPI
-    if impl != n.OPEN_MPI:
+    impl = mpi.get("mpiImplementation") or names.OPEN_MPI
+    if impl != names.OPEN_MPI:
         raise _refuse(job, "spec.runtimeRef.name",
                       f'Invalid value: "{ref_name}": mpiImplementation {impl} is not supported; use OpenMPI')
     rjobs = {rj.get("name"): rj for rj in ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []}
-    if n.LAUNCHER not in rjobs:
+    if names.LAUNCHER not in rjobs:
         raise _refuse(job, "spec.runtimeRef.name",
                       f'Invalid value: "{ref_name}": the runtime has no "launcher" replicatedJob to run mpirun')
     trainer = (trainjob.get("spec") or {}).get("trainer") or {}
     launcher_as_node = bool(mpi.get("runLauncherAsNode"))
     num_nodes = int(trainer.get("numNodes") or (spec.get("mlPolicy") or {}).get("numNodes") or 1)
-    if n.NODE not in rjobs and num_nodes >= 2:
+    if names.NODE not in rjobs and num_nodes >= 2:
         raise _refuse(job, "spec.trainer.numNodes",
                       f"Invalid value: {num_nodes}: must be 1 because runtime \"{ref_name}\" has no \"node\" "
                       "replicatedJob")
     if trainer.get("command") is None:
-        launcher = rjobs[n.LAUNCHER]
+        launcher = rjobs[names.LAUNCHER]
         containers = (((launcher.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get(
             "containers") or []
-        if not any(c.get("command") for c in containers if c.get("name") == n.CONTAINER):
+        if not any(c.get("command") for c in containers if c.get("name") == names.CONTAINER):
             raise _refuse(job, "spec.trainer.command",
                           f'Required value: runtime "{ref_name}" gives the launcher no command and the local '
                           "cluster does not run image entrypoints; set spec.trainer.command, e.g. "
                           '["mpirun", "python3", "train.py"]')
-    nodes = (max(num_nodes - 1, 1) if launcher_as_node else num_nodes) if n.NODE in rjobs else 0
-    longest = max([n.hostname(job, n.LAUNCHER, 0, 0)] + [n.hostname(job, n.NODE, 0, nodes - 1)] * (nodes > 0),
+    nodes = (max(num_nodes - 1, 1) if launcher_as_node else num_nodes) if names.NODE in rjobs else 0
+    longest = max([names.hostname(job, names.LAUNCHER, 0, 0)] + [names.hostname(job, names.NODE, 0, nodes - 1)] * (nodes > 0),
                   key=len)
     if len(longest) > HOSTNAME_LIMIT:
         room = len(job) - (len(longest) - HOSTNAME_LIMIT)

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from mpijob.api import Obj
-from mpijob.api import names as vocab
+from mpijob.api import Obj, names
 from mpijob.cli import output
 from mpijob.cli.exitcodes import UsageError
 from mpijob.cli.session import (
@@ -50,8 +49,8 @@ CpuOpt = _opt("--cpu", "CPU per node, a quantity: 4, 500m (resourcesPerNode.limi
 MemoryOpt = _opt("--memory", "Memory per node, a quantity: 8Gi (resourcesPerNode.limits.memory).")
 EnvOpt = Annotated[Optional[list[str]], typer.Option("--env", "-e", help="K=V into trainer.env; repeatable.",
                                                      show_default=False)]
-QueueOpt = _opt("--queue", f"LocalQueue (label {vocab.LABEL_QUEUE_NAME}).")
-PriorityOpt = _opt("--priority", f"WorkloadPriorityClass (label {vocab.LABEL_PRIORITY_CLASS}).")
+QueueOpt = _opt("--queue", f"LocalQueue (label {names.LABEL_QUEUE_NAME}).")
+PriorityOpt = _opt("--priority", f"WorkloadPriorityClass (label {names.LABEL_PRIORITY_CLASS}).")
 RuntimeOpt = Annotated[str, typer.Option("--runtime", help="ClusterTrainingRuntime to run on.")]
 ImageOpt = _opt("--image", "trainer.image (recorded on the local cluster, pulled on Kubernetes).")
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Have the server validate and default the objects "

@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mpijob.api import Obj
-from mpijob.api import names as vocab
+from mpijob.api import Obj, names
 from mpijob.api.errors import ApiError
 from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINING_RUNTIMES, TRAINJOBS, Resource
 from mpijob.cli import output, queue_cmd
@@ -53,7 +52,7 @@ def fetch(conn: "Connection", req: GetRequest) -> list[Obj]:
     if kind == "pods":
         if name:
             return [conn.get_pod(name)]
-        sel = ",".join(s for s in (f"{vocab.LABEL_JOBSET_NAME}={req.job}" if req.job else "", req.selector or "")
+        sel = ",".join(s for s in (f"{names.LABEL_JOBSET_NAME}={req.job}" if req.job else "", req.selector or "")
                        if s) or None
         return sorted(conn.list_pods(label_selector=sel, all_namespaces=req.all_namespaces),
                       key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
@@ -85,10 +84,10 @@ def _trainjob_rows(conn: "Connection", items: list[Obj], single: bool, wide: boo
     if single:
         pods = conn.job_pods(items[0]["metadata"]["name"], items[0]["metadata"].get("namespace"))
     else:
-        pods = conn.list_pods(label_selector=vocab.LABEL_JOBSET_NAME, all_namespaces=all_namespaces)
+        pods = conn.list_pods(label_selector=names.LABEL_JOBSET_NAME, all_namespaces=all_namespaces)
     by_job: dict[tuple[str, str], list[Obj]] = {}
     for p in pods:
-        key = (p["metadata"].get("namespace", ""), (p["metadata"].get("labels") or {}).get(vocab.LABEL_JOBSET_NAME, ""))
+        key = (p["metadata"].get("namespace", ""), (p["metadata"].get("labels") or {}).get(names.LABEL_JOBSET_NAME, ""))
         by_job.setdefault(key, []).append(p)
     runtimes: dict[str, Obj | None] = {}
     waiting: dict[str, str] = {}

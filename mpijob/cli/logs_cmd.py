@@ -83,13 +83,13 @@ class Printer:
 
 def _pods(conn: "Connection", name: str, pod: str | None) -> list[str]:
     """The job's pods by name, or just `pod` after checking it belongs to the job."""
-    from mpijob.api import names as vocab
+    from mpijob.api import names
     from mpijob.client.errors import InvalidArgument
 
     if pod is None:
         return [p["metadata"]["name"] for p in conn.job_pods(name)]
     target = conn.get_pod(pod)
-    owner = (target["metadata"].get("labels") or {}).get(vocab.LABEL_JOBSET_NAME)
+    owner = (target["metadata"].get("labels") or {}).get(names.LABEL_JOBSET_NAME)
     if owner != name:
         raise InvalidArgument("--pod", pod, f"does not belong to trainjob {name!r} (it belongs to "
                               f"{owner or 'no TrainJob'})", f"list the job's pods with `mpijob get pods --job {name}`")

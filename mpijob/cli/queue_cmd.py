@@ -12,8 +12,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from mpijob.api import Obj
-from mpijob.api import names as vocab
+from mpijob.api import Obj, names
 from mpijob.api.errors import ApiError
 from mpijob.cli import output
 
@@ -69,7 +68,7 @@ def _print(kind: str, cqs: list[Obj], lqs: list[Obj], fmt: str | None, single: b
     if fmt == "name":
         for obj in items:
             plural = "clusterqueues" if obj.get("kind") == "ClusterQueue" else "localqueues"
-            print(f"{SINGULAR[plural]}.{vocab.KUEUE_GROUP}/{obj['metadata']['name']}")
+            print(f"{SINGULAR[plural]}.{names.KUEUE_GROUP}/{obj['metadata']['name']}")
         return
     if not items:
         where = "" if kind == "clusterqueues" or show_namespace else f" in {namespace} namespace"
@@ -172,7 +171,7 @@ def describe_text(conn: Connection, kind: str, name: str, namespace_given: bool)
                 raise
             raise ApiError(
                 404, "NotFound", f'no ClusterQueue "{name}" and no LocalQueue "{name}" in namespace '
-                f'"{conn.namespace}"; list the queues with `mpijob get queues`', name, vocab.KUEUE_GROUP, "queue",
+                f'"{conn.namespace}"; list the queues with `mpijob get queues`', name, names.KUEUE_GROUP, "queue",
             ) from None
     return describe_local_queue(conn, name)
 

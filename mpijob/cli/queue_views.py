@@ -11,8 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from mpijob.api import Obj
-from mpijob.api import names as vocab
+from mpijob.api import Obj, names
 from mpijob.api.durations import age
 from mpijob.api.quantity import shortest
 from mpijob.cli.output import indented_table, kv
@@ -127,7 +126,7 @@ def status_condition(obj: Obj, kind: str) -> Obj | None:
 
 def active(queue: Obj) -> str:
     """A queue's `Active` condition in one line: `True`, `False (Reason: message)`, or `-` when unset."""
-    c = status_condition(queue, vocab.ACTIVE)
+    c = status_condition(queue, names.ACTIVE)
     if not c:
         return "-"
     if c.get("status") == "True":
@@ -139,7 +138,7 @@ def inactive_notes(queues: list[Obj]) -> list[str]:
     """For `get`: one line per queue whose `Active` condition is False, saying why (Kueue's words)."""
     notes = []
     for q in queues:
-        c = status_condition(q, vocab.ACTIVE)
+        c = status_condition(q, names.ACTIVE)
         if c and c.get("status") == "False":
             meta = _meta(q)
             name = f"{meta['namespace']}/{meta.get('name', '')}" if meta.get("namespace") else meta.get("name", "")
@@ -151,7 +150,7 @@ def pending_message(workload: Obj | None) -> str:
     """Why a Workload waits: its `QuotaReserved` False message (Kueue's words), else `-`."""
     if not workload:
         return "-"
-    c = status_condition(workload, vocab.QUOTA_RESERVED)
+    c = status_condition(workload, names.QUOTA_RESERVED)
     if c and c.get("status") == "False" and c.get("message"):
         return " ".join(str(c["message"]).split())
     return "-"
@@ -272,7 +271,7 @@ def describe_local_queue(
     kv(out, "Namespace", meta.get("namespace"))
     kv(out, "Kind", "LocalQueue")
     kv(out, "Created", f"{meta.get('creationTimestamp')} ({age(meta.get('creationTimestamp'), now)} ago)")
-    cq_active = status_condition(cq, vocab.ACTIVE) if cq is not None else None
+    cq_active = status_condition(cq, names.ACTIVE) if cq is not None else None
     why = ("  (not found)" if cq is None else
            f"  (inactive: {cq_active.get('message', '')})" if cq_active and cq_active.get("status") == "False" else "")
     kv(out, "ClusterQueue", f"{spec.get('clusterQueue', '')}{why}")
@@ -305,7 +304,7 @@ def fallback_pending(workloads: list[Obj], local_queues: set[tuple[str, str]]) -
         meta, spec = _meta(wl), _spec(wl)
         if (str(meta.get("namespace", "")), str(spec.get("queueName", ""))) not in local_queues:
             continue
-        if any(c.get("type") in (vocab.QUOTA_RESERVED, vocab.FINISHED) and c.get("status") == "True"
+        if any(c.get("type") in (names.QUOTA_RESERVED, names.FINISHED) and c.get("status") == "True"
                for c in _status(wl).get("conditions") or []):
             continue
         waiting.append({"metadata": {k: meta[k] for k in ("name", "namespace", "creationTimestamp", "ownerReferences")

@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from mpijob.api import Obj
-from mpijob.api import names as vocab
+from mpijob.api import Obj, names
 from mpijob.api.durations import age
 from mpijob.cli.output import indented_table, kv
 from mpijob.client.phase import job_phase, pod_status
@@ -72,14 +71,14 @@ def pod_row(pod: Obj, wide: bool, now: datetime | None = None) -> list[str]:
            age(_meta(pod).get("creationTimestamp"), now)]
     if wide:
         labels = _meta(pod).get("labels") or {}
-        row += [labels.get(vocab.LABEL_RJOB_NAME, "-"), labels.get(vocab.LABEL_JOBSET_NAME, "-")]
+        row += [labels.get(names.LABEL_RJOB_NAME, "-"), labels.get(names.LABEL_JOBSET_NAME, "-")]
     return row
 
 
 def runtime_row(runtime: Obj, wide: bool, now: datetime | None = None) -> list[str]:
     labels = _meta(runtime).get("labels") or {}
     row = [_meta(runtime).get("name", ""), runtime.get("kind", ""),
-           labels.get(vocab.LABEL_FRAMEWORK, "-"), age(_meta(runtime).get("creationTimestamp"), now)]
+           labels.get(names.LABEL_FRAMEWORK, "-"), age(_meta(runtime).get("creationTimestamp"), now)]
     if wide:
         mpi = (((runtime.get("spec") or {}).get("mlPolicy") or {}).get("mpi")) or {}
         row += [

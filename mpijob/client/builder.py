@@ -13,19 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mpijob.api import Obj, errors
-from mpijob.api import names as n
+from mpijob.api import Obj, errors, names
 from mpijob.api.errors import Cause
 from mpijob.api.labels import is_label_value, is_qualified_name
 from mpijob.api.quantity import parse_quantity
 
-
-GROUP = n.TRAINER_GROUP
-API_VERSION = n.TRAINER_API_VERSION
+GROUP = names.TRAINER_GROUP
+API_VERSION = names.TRAINER_API_VERSION
 RUNTIME_KIND = "ClusterTrainingRuntime"
 DEFAULT_RUNTIME = "mpi-distributed"
-QUEUE_LABEL = n.LABEL_QUEUE_NAME
-PRIORITY_LABEL = n.LABEL_PRIORITY_CLASS
+QUEUE_LABEL = names.LABEL_QUEUE_NAME
+PRIORITY_LABEL = names.LABEL_PRIORITY_CLASS
 GPU = "nvidia.com/gpu"
 LIMITS = "spec.trainer.resourcesPerNode.limits"
 
@@ -68,21 +66,21 @@ def _name(value: Any) -> list[Cause]:
     field = SPEC_PATH["name"]
     if isinstance(value, str) and len(value) > 63:
         return [_bad(field, value, f"has {len(value)} characters; a TrainJob name has at most 63, e.g. 'my-job'")]
-    if not isinstance(value, str) or not n.RFC1035_LABEL.match(value):
+    if not isinstance(value, str) or not names.RFC1035_LABEL.match(value):
         return [_bad(field, value, "a TrainJob name is a lower-case RFC 1035 label of at most 63 characters "
                      "(letters, digits, '-'; starts with a letter, ends with a letter or digit), e.g. 'my-job'")]
     return []
 
 
 def _namespace(value: Any) -> list[Cause]:
-    if not isinstance(value, str) or len(value) > 63 or not n.DNS1123_LABEL.match(value):
+    if not isinstance(value, str) or len(value) > 63 or not names.DNS1123_LABEL.match(value):
         return [_bad(SPEC_PATH["namespace"], value, "not a namespace name: a namespace is a lower-case DNS-1123 "
                      "label of at most 63 characters, e.g. 'team-a'")]
     return []
 
 
 def _runtime(value: Any) -> list[Cause]:
-    if not isinstance(value, str) or len(value) > 253 or not n.DNS1123_SUBDOMAIN.match(value):
+    if not isinstance(value, str) or len(value) > 253 or not names.DNS1123_SUBDOMAIN.match(value):
         return [_bad(SPEC_PATH["runtime"], value, "not a runtime name: name an installed ClusterTrainingRuntime "
                      f"(`mpijob get runtimes`), e.g. {DEFAULT_RUNTIME!r}")]
     return []
@@ -119,14 +117,14 @@ def _env(value: Any) -> list[Cause]:
         return [_bad(field, value, "give the environment as a mapping of NAME to value, e.g. {'OMP_NUM_THREADS': "
                      "'4'}")]
     causes = []
-    if len(value) > n.MAX_ENV:
-        causes.append(Cause(field, f"Too many: {len(value)} variables: at most {n.MAX_ENV} are allowed; set the "
+    if len(value) > names.MAX_ENV:
+        causes.append(Cause(field, f"Too many: {len(value)} variables: at most {names.MAX_ENV} are allowed; set the "
                                    "rest in the program or its runtime", "FieldValueTooMany"))
     for key, val in value.items():
-        if key in n.RESERVED_ENV:
+        if key in names.RESERVED_ENV:
             causes.append(_bad(field, key, "reserved: the MPI launcher sets it itself (hostfile, slots and ssh "
                                "arguments come from the runtime); remove it"))
-        elif not isinstance(key, str) or not n.C_IDENTIFIER.match(key):
+        elif not isinstance(key, str) or not names.C_IDENTIFIER.match(key):
             causes.append(_bad(field, key, "not a valid variable name: use letters, digits and '_', not starting "
                                "with a digit (e.g. 'MY_VAR')"))
         if not isinstance(val, str):
@@ -166,7 +164,7 @@ def _resources(value: Any) -> list[Cause]:
 def _queue_name(field: str, kind: str) -> Callable[[Any], list[Cause]]:
     def check(value: Any) -> list[Cause]:
         # an object name (DNS-1123) that is also a label value (at most 63 characters)
-        if not isinstance(value, str) or len(value) > 63 or not n.DNS1123_SUBDOMAIN.match(value):
+        if not isinstance(value, str) or len(value) > 63 or not names.DNS1123_SUBDOMAIN.match(value):
             return [_bad(SPEC_PATH[field], value, f"not a {kind} name: a lower-case DNS-1123 name of at most 63 "
                          "characters, e.g. 'team-a'")]
         return []

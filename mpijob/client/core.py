@@ -19,8 +19,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from mpijob.api import Obj
-from mpijob.api import names as vocab
+from mpijob.api import Obj, names
 from mpijob.api.errors import ApiError
 from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, TRAINJOBS, Resource, for_kind
 from mpijob.client.errors import decode_status
@@ -110,7 +109,7 @@ def resource_for(obj: Obj) -> Resource:
         raise ApiError(
             400, "BadRequest",
             f"apiVersion {api_version!r} kind {kind!r} is not a kind mpijob can create; use e.g. "
-            f"apiVersion: {vocab.TRAINER_API_VERSION}, kind: TrainJob (or kubectl for other kinds)",
+            f"apiVersion: {names.TRAINER_API_VERSION}, kind: TrainJob (or kubectl for other kinds)",
         )
     return res
 
@@ -212,7 +211,7 @@ def get_pod(namespace: str, name: str) -> Op[Obj]:
 
 def job_pods(namespace: str, job: str, role: str | None = None) -> Op[list[Obj]]:
     """The pods of one TrainJob, optionally one role (`launcher`, `node`), in name order."""
-    selector = f"{vocab.LABEL_JOBSET_NAME}={job}" + (f",{vocab.LABEL_RJOB_NAME}={role}" if role else "")
+    selector = f"{names.LABEL_JOBSET_NAME}={job}" + (f",{names.LABEL_RJOB_NAME}={role}" if role else "")
     return sorted((yield from list_pods(namespace, selector)), key=lambda p: p["metadata"]["name"])
 
 

@@ -7,12 +7,11 @@ with Kueue — and a cluster without Kueue simply has no queues and no waiting m
 
 from __future__ import annotations
 
-from mpijob.api import Obj
-from mpijob.api import names as vocab
+from mpijob.api import Obj, names
 from mpijob.api.errors import ApiError
 from mpijob.client.core import Call, Op, items
 
-PREFERRED_VERSIONS = (vocab.KUEUE_VERSION, vocab.KUEUE_V1BETA1)  # newest first
+PREFERRED_VERSIONS = (names.KUEUE_VERSION, names.KUEUE_V1BETA1)  # newest first
 NOT_INSTALLED = "does not serve"  # in the 404 a cluster without Kueue answers
 
 
@@ -26,11 +25,11 @@ class Kueue:
         """The newest Kueue API version the cluster serves; a 404 naming the fact when it serves none."""
         if self._version is None:
             try:
-                group = (yield from Call("GET", f"/apis/{vocab.KUEUE_GROUP}")) or {}
+                group = (yield from Call("GET", f"/apis/{names.KUEUE_GROUP}")) or {}
             except ApiError as exc:
                 if exc.code != 404:
                     raise
-                raise ApiError(404, "NotFound", f"this cluster {NOT_INSTALLED} the {vocab.KUEUE_GROUP} API (Kueue "
+                raise ApiError(404, "NotFound", f"this cluster {NOT_INSTALLED} the {names.KUEUE_GROUP} API (Kueue "
                                "is not installed): there are no queues to show") from None
             served = [v.get("version") for v in group.get("versions") or []]
             self._version = next((v for v in PREFERRED_VERSIONS if v in served),
@@ -38,7 +37,7 @@ class Kueue:
         return self._version
 
     def path(self, plural: str, namespace: str | None = None, name: str | None = None) -> Op[str]:
-        base = f"/apis/{vocab.KUEUE_GROUP}/{(yield from self.version())}"
+        base = f"/apis/{names.KUEUE_GROUP}/{(yield from self.version())}"
         path = f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
         return f"{path}/{name}" if name else path
 
@@ -62,8 +61,8 @@ class Kueue:
 
 def pending(cluster_queue: str | None = None, namespace: str = "", local_queue: str = "") -> Op[list[Obj]]:
     """The visibility API's pending workloads of a ClusterQueue or a LocalQueue, first in line first."""
-    path = (f"{vocab.KUEUE_VISIBILITY_PATH}/clusterqueues/{cluster_queue}/pendingworkloads" if cluster_queue
-            else f"{vocab.KUEUE_VISIBILITY_PATH}/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads")
+    path = (f"{names.KUEUE_VISIBILITY_PATH}/clusterqueues/{cluster_queue}/pendingworkloads" if cluster_queue
+            else f"{names.KUEUE_VISIBILITY_PATH}/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads")
     return items((yield from Call("GET", path)))
 
 
@@ -71,7 +70,7 @@ def queue_position(trainjob: Obj, namespace: str) -> Op[int | None]:
     """The job's position in its LocalQueue (0 = next); None when it is not pending there, not queued
     through Kueue, or the cluster cannot tell."""
     meta = trainjob.get("metadata") or {}
-    lq = (meta.get("labels") or {}).get(vocab.LABEL_QUEUE_NAME)
+    lq = (meta.get("labels") or {}).get(names.LABEL_QUEUE_NAME)
     if not lq:
         return None
     try:
@@ -96,8 +95,8 @@ def waiting_messages(namespace: str, all_namespaces: bool = False, kueue: Kueue 
         return {}
     out = {}
     for wl in workloads:
-        uid = (wl["metadata"].get("labels") or {}).get(vocab.LABEL_JOB_UID)
-        message = (wl["metadata"].get("annotations") or {}).get(vocab.ANNOTATION_WAITING)
+        uid = (wl["metadata"].get("labels") or {}).get(names.LABEL_JOB_UID)
+        message = (wl["metadata"].get("annotations") or {}).get(names.ANNOTATION_WAITING)
         if uid and message:
             out[uid] = message
     return out

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from mpijob.api import mpi_output
-from mpijob.api import names as vocab
+from mpijob.api import mpi_output, names
 from mpijob.api.errors import ApiError
 from mpijob.api.mpi_output import RANKS_HEADER, TAG, parse_rank_field, untag
 from mpijob.client.core import Call, pods_path
@@ -251,7 +250,7 @@ class Reorder:
 def log_call(pod: str, namespace: str, tail_lines: int | None = None, since_seconds: int | None = None,
              follow: bool = False) -> Call:
     """The `pods/log` request of one pod's MPI container: timestamped, asking for each line's rank."""
-    query: dict[str, Any] = {"container": vocab.CONTAINER, "timestamps": "true", "follow": "true" if follow else None,
+    query: dict[str, Any] = {"container": names.CONTAINER, "timestamps": "true", "follow": "true" if follow else None,
                              "tailLines": tail_lines,
                              "sinceSeconds": max(1, int(since_seconds)) if since_seconds is not None else None}
     return Call("GET", f"{pods_path(namespace)}/{pod}/log", query, accept="*/*", headers={RANKS_HEADER: "true"},

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mpijob.api import Obj
-from mpijob.api import names as vocab
+from mpijob.api import Obj, names
 from mpijob.api.errors import ApiError, Cause
 
 
@@ -63,7 +62,7 @@ def check(obj: Any, where: str) -> None:
             f"got {type(obj).__name__} {str(obj)[:60]!r}"
         )
     causes: list[Cause] = []
-    for key, example in (("apiVersion", vocab.TRAINER_API_VERSION), ("kind", "TrainJob")):
+    for key, example in (("apiVersion", names.TRAINER_API_VERSION), ("kind", "TrainJob")):
         value = obj.get(key)
         if not isinstance(value, str) or not value:
             causes.append(Cause(key, f"Required value: got {value!r}; set it, e.g. {key}: {example}", "FieldValueRequired"))

@@ -6,8 +6,7 @@ tell how far it got: Queued (no pods) → Starting → Running (launcher running
 
 from __future__ import annotations
 
-from mpijob.api import Obj
-from mpijob.api import names as vocab
+from mpijob.api import Obj, names
 
 
 def true_condition(trainjob: Obj, type_: str) -> Obj | None:
@@ -20,21 +19,21 @@ def true_condition(trainjob: Obj, type_: str) -> Obj | None:
 
 def terminal_condition(trainjob: Obj) -> Obj | None:
     """The terminal condition (`Complete` or `Failed`) when the job has ended, else None."""
-    return true_condition(trainjob, vocab.FAILED) or true_condition(trainjob, vocab.COMPLETE)
+    return true_condition(trainjob, names.FAILED) or true_condition(trainjob, names.COMPLETE)
 
 
 def is_launcher(pod: Obj) -> bool:
-    return ((pod.get("metadata") or {}).get("labels") or {}).get(vocab.LABEL_RJOB_NAME) == vocab.LAUNCHER
+    return ((pod.get("metadata") or {}).get("labels") or {}).get(names.LABEL_RJOB_NAME) == names.LAUNCHER
 
 
 def job_phase(trainjob: Obj, pods: list[Obj] | None = None, waiting: str = "") -> tuple[str, str]:
     """(phase, message) for display; `pods` are the job's pods when the caller has them, `waiting`
     the queue's reason when its Workload is not admitted yet."""
-    if c := true_condition(trainjob, vocab.FAILED):
+    if c := true_condition(trainjob, names.FAILED):
         return "Failed", str(c.get("message") or c.get("reason") or "")
-    if c := true_condition(trainjob, vocab.COMPLETE):
+    if c := true_condition(trainjob, names.COMPLETE):
         return "Succeeded", str(c.get("message") or "")
-    if c := true_condition(trainjob, vocab.SUSPENDED):
+    if c := true_condition(trainjob, names.SUSPENDED):
         return "Suspended", str(c.get("message") or "")
     if (trainjob.get("spec") or {}).get("suspend"):
         return "Suspended", "spec.suspend is true"

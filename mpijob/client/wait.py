@@ -11,8 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mpijob.api import Obj
-from mpijob.api import names as vocab
+from mpijob.api import Obj, names
 from mpijob.api.errors import ApiError
 from mpijob.client import core
 from mpijob.client.core import Op, Sleep
@@ -21,7 +20,7 @@ from mpijob.client.kueue import Kueue, queue_position, waiting_messages
 from mpijob.client.phase import is_launcher, job_phase, pod_phase, pod_ready, terminal_condition, true_condition
 
 POLL = 0.25  # seconds between polls (the upstream SDK polls too; a dropped poll costs nothing)
-CONDITIONS = (vocab.COMPLETE, vocab.FAILED, "Running", "Finished")
+CONDITIONS = (names.COMPLETE, names.FAILED, "Running", "Finished")
 STARTED = ("Running", "Succeeded", "Failed")  # pod phases of a launcher that has started
 
 
@@ -62,15 +61,15 @@ def reached(want: str, trainjob: Obj, pods: list[Obj] | None = None) -> bool | N
 
     `Running` is reached once the launcher runs (judged from `pods`); a job that completed has run, one
     that failed never will. `Finished` is either end."""
-    failed = true_condition(trainjob, vocab.FAILED) is not None
-    complete = true_condition(trainjob, vocab.COMPLETE) is not None
+    failed = true_condition(trainjob, names.FAILED) is not None
+    complete = true_condition(trainjob, names.COMPLETE) is not None
     if want == "Finished":
         return True if (failed or complete) else None
-    if want == vocab.FAILED:
+    if want == names.FAILED:
         return True if failed else (False if complete else None)
     if failed:
         return False
-    if want == vocab.COMPLETE:
+    if want == names.COMPLETE:
         return True if complete else None
     return True if complete or job_phase(trainjob, pods or [])[0] == "Running" else None
 
@@ -97,7 +96,7 @@ class JobEnd:
 
     @property
     def succeeded(self) -> bool:
-        return self.type == vocab.COMPLETE
+        return self.type == names.COMPLETE
 
 
 def job_end(trainjob: Obj) -> JobEnd | None:
@@ -127,7 +126,7 @@ def job_state(namespace: str, trainjob: Obj, pods: list[Obj], kueue: Kueue | Non
     waiting = "" if pods else (yield from waiting_messages(ns, kueue=kueue)).get(meta.get("uid", ""), "")
     phase, message = job_phase(trainjob, pods, waiting)
     position = (yield from queue_position(trainjob, ns)) if phase == "Queued" else None
-    lq = (meta.get("labels") or {}).get(vocab.LABEL_QUEUE_NAME, "")
+    lq = (meta.get("labels") or {}).get(names.LABEL_QUEUE_NAME, "")
     return JobState(phase, message, sum(1 for p in pods if pod_ready(p)), len(pods), position, lq)
 
 
@@ -138,7 +137,7 @@ def _state_text(phase: str, message: str) -> str:
 def wait_for_condition(
     namespace: str,
     name: str,
-    want: str = vocab.COMPLETE,
+    want: str = names.COMPLETE,
     timeout: float | None = None,
     poll: float = POLL,
     progress: Callable[[JobState], None] | None = None,
@@ -202,7 +201,7 @@ def find_launcher(namespace: str, name: str, follow: bool, timeout: float | None
     if follow:
         launcher = yield from wait_for_launcher(namespace, name, timeout)
     else:
-        launcher = next(iter((yield from core.job_pods(namespace, name, vocab.LAUNCHER))), None)
+        launcher = next(iter((yield from core.job_pods(namespace, name, names.LAUNCHER))), None)
     if launcher is None:
         raise NoLauncher(f"trainjob {name!r} has no launcher pod " + ("(it ended without one)" if follow else
                          "(yet); follow its log to wait for the launcher to start"))

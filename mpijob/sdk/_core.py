@@ -7,8 +7,7 @@ Both clients run these same operations (`mpijob.client.core`), one on `Connectio
 
 from __future__ import annotations
 
-from mpijob.api import Obj
-from mpijob.api import names as vocab
+from mpijob.api import Obj, names
 from mpijob.client import core
 from mpijob.client.core import Op
 from mpijob.client.logs import LogLine
@@ -28,11 +27,11 @@ def unreachable(result: WaitResult) -> MpijobError:
     Failed, it completed) the base class — both exit code 1, as `mpijob wait` exits."""
     job = result.trainjob
     name = (job.get("metadata") or {}).get("name", "")
-    if result.want == vocab.FAILED:
+    if result.want == names.FAILED:
         return MpijobError(f"trainjob {name!r} completed, so it will never be Failed", reason="Unreachable",
                            trainjob=job)
-    c = true_condition(job, vocab.FAILED) or {}
-    reason, message = str(c.get("reason") or vocab.FAILED), str(c.get("message") or "")
+    c = true_condition(job, names.FAILED) or {}
+    reason, message = str(c.get("reason") or names.FAILED), str(c.get("message") or "")
     return JobFailed(f"trainjob {name!r} failed: {reason}" + (f": {message}" if message else ""),
                      reason=reason, trainjob=job)
 

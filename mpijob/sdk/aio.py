@@ -13,8 +13,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import TypeVar
 
-from mpijob.api import Obj
-from mpijob.api import names as vocab
+from mpijob.api import Obj, names
 from mpijob.client import core
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import AsyncConnection
@@ -80,7 +79,7 @@ class AsyncClient:
         """Put a suspended TrainJob back in its queue (`spec.suspend=false`)."""
         return await self._run(core.set_suspend(self.namespace, name, False))
 
-    async def wait(self, name: str, for_: str = vocab.COMPLETE, timeout: float | None = 600,
+    async def wait(self, name: str, for_: str = names.COMPLETE, timeout: float | None = 600,
                    poll: float = POLL) -> Obj:
         """Await `Complete`, `Failed`, `Running` or `Finished`; returns the TrainJob. Raises `JobFailed`
         when it fails while awaiting Complete or Running, `Timeout` after `timeout` seconds."""

@@ -12,8 +12,7 @@ import os
 from collections.abc import Iterator
 from typing import TypeVar
 
-from mpijob.api import Obj
-from mpijob.api import names as vocab
+from mpijob.api import Obj, names
 from mpijob.client import core
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection
@@ -76,7 +75,7 @@ class Client:
         """Put a suspended TrainJob back in its queue (`spec.suspend=false`)."""
         return self._run(core.set_suspend(self.namespace, name, False))
 
-    def wait(self, name: str, for_: str = vocab.COMPLETE, timeout: float | None = 600, poll: float = POLL
+    def wait(self, name: str, for_: str = names.COMPLETE, timeout: float | None = 600, poll: float = POLL
              ) -> Obj:
         """Block until the TrainJob is `Complete`, `Failed`, `Running` or `Finished` (either end); returns it.
 

@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from mpijob.api import names as vocab
+from mpijob.api import names
 from mpijob.api.errors import ApiError
 from mpijob.client import builder
 from mpijob.client.builder import DEFAULT_RUNTIME
@@ -49,8 +49,8 @@ class TrainJob(BaseModel):
     resources_per_node: dict[str, str | int] = Field(
         default_factory=dict, description="Per-node resources, e.g. {'cpu': 2, 'memory': '4Gi', 'nvidia.com/gpu': 1}.")
     runtime: str = Field(DEFAULT_RUNTIME, description="The ClusterTrainingRuntime to run on.")
-    queue: str | None = Field(None, description=f"Kueue LocalQueue (label {vocab.LABEL_QUEUE_NAME}).")
-    priority: str | None = Field(None, description=f"WorkloadPriorityClass (label {vocab.LABEL_PRIORITY_CLASS}).")
+    queue: str | None = Field(None, description=f"Kueue LocalQueue (label {names.LABEL_QUEUE_NAME}).")
+    priority: str | None = Field(None, description=f"WorkloadPriorityClass (label {names.LABEL_PRIORITY_CLASS}).")
     namespace: str | None = Field(None, description="Namespace; default: the client's.")
     labels: dict[str, str] = Field(default_factory=dict, description="Extra metadata.labels.")
 

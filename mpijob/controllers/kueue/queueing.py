@@ -14,8 +14,7 @@ import copy
 import logging
 from collections.abc import Awaitable, Callable
 
-from mpijob.api import Obj
-from mpijob.api import resources as r
+from mpijob.api import Obj, resources
 from mpijob.api.kueue.adapters import live, stop_policy
 from mpijob.api.kueue.snapshot import Snapshot
 from mpijob.api.names import (
@@ -117,12 +116,12 @@ class Queueing:
 
     def _workload(self, key: str) -> Obj | None:
         ns, name = _split(key)
-        return self.store.try_get(r.WORKLOADS, ns, name)
+        return self.store.try_get(resources.WORKLOADS, ns, name)
 
     def _owner(self, wl: Obj) -> Obj | None:
         for ref in wl["metadata"].get("ownerReferences") or []:
             if ref.get("kind") == "TrainJob":
-                return self.store.try_get(r.TRAINJOBS, wl["metadata"]["namespace"], ref["name"])
+                return self.store.try_get(resources.TRAINJOBS, wl["metadata"]["namespace"], ref["name"])
         return None
 
     def _admit(self, d: Admit) -> None:
@@ -135,7 +134,7 @@ class Queueing:
         for kind in (EVICTED, PREEMPTED):
             if cond.get(wl, kind):
                 cond.set_condition(wl, kind, False, QUOTA_RESERVED, "The workload has quota reserved")
-        self.store.update(r.WORKLOADS, wl, status=True)
+        self.store.update(resources.WORKLOADS, wl, status=True)
         self._pending_messages.pop(d.workload, None)
         self._annotate(d.workload, None)
         if (tj := self._owner(wl)) is not None:
@@ -155,7 +154,7 @@ class Queueing:
         cond.set_condition(wl, QUOTA_RESERVED, False, why, d.message)
         cond.set_condition(wl, ADMITTED, False, why, d.message)
         cond.set_condition(wl, REQUEUED, True, why, d.message)
-        self.store.update(r.WORKLOADS, wl, status=True)
+        self.store.update(resources.WORKLOADS, wl, status=True)
         tj = self._owner(wl)
         if tj is not None:
             by = f"; preempted by workload {d.by}" if d.by else ""
@@ -168,7 +167,7 @@ class Queueing:
             return
         # An empty message: Kueue did not look at it this cycle (behind a StrictFIFO head); keep the last.
         if d.message and cond.set_condition(wl, QUOTA_RESERVED, False, d.reason, d.message):
-            self.store.update(r.WORKLOADS, wl, status=True)
+            self.store.update(resources.WORKLOADS, wl, status=True)
         if self._pending_messages.get(d.workload) != d.human:
             self._pending_messages[d.workload] = d.human
             self._annotate(d.workload, d.human)
@@ -187,7 +186,7 @@ class Queueing:
             annotations.pop(ANNOTATION_WAITING, None)
         else:
             annotations[ANNOTATION_WAITING] = waiting
-        self.store.update(r.WORKLOADS, wl)
+        self.store.update(resources.WORKLOADS, wl)
 
     # -- queue status --------------------------------------------------------------------------
 
@@ -195,7 +194,7 @@ class Queueing:
         usage = queue_usage(snap)
         shares = weighted_shares(snap)
         for name, cq in snap.cluster_queues.items():
-            obj = self.store.try_get(r.CLUSTER_QUEUES, "", name)
+            obj = self.store.try_get(resources.CLUSTER_QUEUES, "", name)
             if obj is None:
                 continue
             mine = [w for w in snap.workloads if w.cluster_queue == name]
@@ -223,8 +222,8 @@ class Queueing:
             cond.set_condition(new, ACTIVE, state is None, state.reason if state else REASON_READY,
                                state.message if state else msg.CAN_ADMIT)
             if new["status"] != obj.get("status"):
-                self.store.update(r.CLUSTER_QUEUES, new, status=True)
-        for lq in self.store.list(r.LOCAL_QUEUES)[0]:
+                self.store.update(resources.CLUSTER_QUEUES, new, status=True)
+        for lq in self.store.list(resources.LOCAL_QUEUES)[0]:
             ns, name = lq["metadata"]["namespace"], lq["metadata"]["name"]
             mine = [w for w in snap.workloads if w.namespace == ns and w.local_queue == name]
             admitted = sum(1 for w in mine if w.admission)
@@ -234,5 +233,5 @@ class Queueing:
             pointed = (lq.get("spec") or {}).get("clusterQueue", "")
             cond.set_condition(new, ACTIVE, *local_queue_active(snap, pointed, stop_policy(lq)))
             if status != lq.get("status"):
-                self.store.update(r.LOCAL_QUEUES, new, status=True)
+                self.store.update(resources.LOCAL_QUEUES, new, status=True)
 

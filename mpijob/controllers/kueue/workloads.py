@@ -12,8 +12,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 
-from mpijob.api import Obj
-from mpijob.api import resources as r
+from mpijob.api import Obj, resources
 from mpijob.api.kueue.adapters import (
     DEFAULT_CLUSTER_QUEUE,
     DEFAULT_FLAVOR,
@@ -35,7 +34,7 @@ def priority_of(store: Store, tj: Obj) -> tuple[int, str | None]:
     name = tj["metadata"].get("labels", {}).get(LABEL_PRIORITY_CLASS)
     if not name:
         return 0, None
-    wpc = store.try_get(r.WORKLOAD_PRIORITY_CLASSES, "", name)
+    wpc = store.try_get(resources.WORKLOAD_PRIORITY_CLASSES, "", name)
     return (int(wpc.get("value", 0)) if wpc else 0), name
 
 
@@ -48,7 +47,7 @@ def local_queue_map(store: Store) -> dict[tuple[str, str], str]:
     """(namespace, LocalQueue) → its ClusterQueue."""
     return {
         (lq["metadata"]["namespace"], lq["metadata"]["name"]): lq.get("spec", {}).get("clusterQueue", "")
-        for lq in store.list(r.LOCAL_QUEUES)[0]
+        for lq in store.list(resources.LOCAL_QUEUES)[0]
     }
 
 
@@ -89,23 +88,23 @@ class SnapshotCache:
     def _build(self, store: Store) -> Snapshot:
         """Everything a scheduling cycle decides on. AdmissionCheck and Topology objects are not served
         here, so the sets of existing ones stay empty: a queue that needs one is inactive, as in Kueue."""
-        local_queues = store.list(r.LOCAL_QUEUES)[0]
+        local_queues = store.list(resources.LOCAL_QUEUES)[0]
         targets = {(lq["metadata"]["namespace"], lq["metadata"]["name"]): lq.get("spec", {}).get("clusterQueue", "")
                    for lq in local_queues}
         stops: dict[tuple[str, str], StopPolicy] = {}
         for lq in local_queues:
             if (stop := stop_policy(lq)) is not StopPolicy.NONE:
                 stops[(lq["metadata"]["namespace"], lq["metadata"]["name"])] = stop
-        flavors = store.list(r.RESOURCE_FLAVORS)[0]
+        flavors = store.list(resources.RESOURCE_FLAVORS)[0]
         return Snapshot(
-            cluster_queues=self._cluster_queues(store.list(r.CLUSTER_QUEUES)[0]),
+            cluster_queues=self._cluster_queues(store.list(resources.CLUSTER_QUEUES)[0]),
             flavors=frozenset(f["metadata"]["name"] for f in flavors),
             flavor_topologies={f["metadata"]["name"]: str(f["spec"]["topologyName"]) for f in flavors
                                if (f.get("spec") or {}).get("topologyName")},
             workloads=self._typed_workloads(store, targets),
             local_queue_stops=stops,
             namespace_labels={ns["metadata"]["name"]: ns["metadata"].get("labels") or {}
-                              for ns in store.list(r.NAMESPACES)[0]},
+                              for ns in store.list(resources.NAMESPACES)[0]},
         )
 
     def _cluster_queues(self, objs: list[Obj]) -> dict[str, ClusterQueue]:
@@ -122,10 +121,10 @@ class SnapshotCache:
         elsewhere."""
         seen: dict[tuple[str, str], _Cached] = {}
         out = []
-        for key, rv in store.versions(r.WORKLOADS):
+        for key, rv in store.versions(resources.WORKLOADS):
             cached = self._workloads.get(key)
             if cached is None or cached.rv != rv:
-                obj = store.try_get(r.WORKLOADS, *key)
+                obj = store.try_get(resources.WORKLOADS, *key)
                 if obj is None:  # deleted since it was listed
                     continue
                 cached = _Cached(rv, obj, live(obj), (key[0], obj.get("spec", {}).get("queueName", "")))
@@ -165,22 +164,22 @@ def build_snapshot(store: Store) -> Snapshot:
     return cache.snapshot(store)
 
 
-def default_objects(capacity: dict[str, str]) -> list[tuple[r.Resource, Obj]]:
+def default_objects(capacity: dict[str, str]) -> list[tuple[resources.Resource, Obj]]:
     """What a new user needs no configuration for: one flavor, one queue over the whole machine."""
-    resources = sorted(capacity)
+    covered = sorted(capacity)
     return [
-        (r.RESOURCE_FLAVORS, {"metadata": {"name": DEFAULT_FLAVOR}, "spec": {}}),
-        (r.CLUSTER_QUEUES, {
+        (resources.RESOURCE_FLAVORS, {"metadata": {"name": DEFAULT_FLAVOR}, "spec": {}}),
+        (resources.CLUSTER_QUEUES, {
             "metadata": {"name": DEFAULT_CLUSTER_QUEUE, "annotations": {ANNOTATION_CAPACITY: "machine"}},
             "spec": {
                 "namespaceSelector": {},
                 "resourceGroups": [{
-                    "coveredResources": resources,
+                    "coveredResources": covered,
                     "flavors": [{"name": DEFAULT_FLAVOR,
-                                 "resources": [{"name": n, "nominalQuota": capacity[n]} for n in resources]}],
+                                 "resources": [{"name": n, "nominalQuota": capacity[n]} for n in covered]}],
                 }],
             },
         }),
-        (r.LOCAL_QUEUES, {"metadata": {"name": DEFAULT_LOCAL_QUEUE, "namespace": "default"},
+        (resources.LOCAL_QUEUES, {"metadata": {"name": DEFAULT_LOCAL_QUEUE, "namespace": "default"},
                           "spec": {"clusterQueue": DEFAULT_CLUSTER_QUEUE}}),
     ]
