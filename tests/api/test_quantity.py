@@ -1,10 +1,11 @@
 """Quantities arrive as JSON numbers or strings (the SDK sends both); the slots rule needs their value,
 the scheduler counts them in base units, and messages, status and the CLI print them back."""
 
-import random
 from decimal import Decimal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mpijob.api.plan import gpu_count, merge_resources
 from mpijob.api.quantity import (
@@ -93,20 +94,21 @@ def test_shortest_is_for_people():
 RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "hugepages-1Gi", "pods")
 
 
-def test_every_printed_form_parses_back_to_the_same_amount():
-    rng = random.Random(11)
-    for _ in range(3000):
-        resource = rng.choice(RESOURCES)
-        amount = rng.choice((rng.randrange(0, 10**6), rng.randrange(0, 2**20) * 2 ** rng.choice((10, 20, 30)),
-                             rng.randrange(0, 1000) * 10 ** rng.randrange(0, 16)))
-        for text in (format_quantity(resource, amount), from_base_units(resource, amount)):
-            assert to_base_units(resource, text) == amount, (resource, amount, text)
-        assert parse_quantity(shortest(str(amount), resource)) == amount  # shortest keeps the value
+AMOUNTS = st.one_of(
+    st.integers(0, 10**6),  # plain counts and millicores
+    st.builds(lambda n, e: n * 2**e, st.integers(0, 2**20), st.sampled_from((10, 20, 30))),  # binary sizes
+    st.builds(lambda n, e: n * 10**e, st.integers(0, 999), st.integers(0, 15)),  # decimal sizes
+)
 
 
-def test_parsing_a_printed_quantity_and_printing_it_again_gives_the_same_text():
-    rng = random.Random(12)
-    for _ in range(3000):
-        resource = rng.choice(RESOURCES)
-        text = format_quantity(resource, rng.randrange(0, 10**12))
-        assert format_quantity(resource, to_base_units(resource, text)) == text
+@given(st.sampled_from(RESOURCES), AMOUNTS)
+def test_every_printed_form_parses_back_to_the_same_amount(resource: str, amount: int) -> None:
+    for text in (format_quantity(resource, amount), from_base_units(resource, amount)):
+        assert to_base_units(resource, text) == amount, (resource, amount, text)
+    assert parse_quantity(shortest(str(amount), resource)) == amount  # shortest keeps the value
+
+
+@given(st.sampled_from(RESOURCES), st.integers(0, 10**12))
+def test_parsing_a_printed_quantity_and_printing_it_again_gives_the_same_text(resource: str, amount: int) -> None:
+    text = format_quantity(resource, amount)
+    assert format_quantity(resource, to_base_units(resource, text)) == text
