@@ -40,6 +40,9 @@ PODS = Resource("", "v1", "pods", "pod", "Pod", True, ("po",), ("status", "log")
 EVENTS = Resource("", "v1", "events", "event", "Event", True, ("ev",))
 SECRETS = Resource("", "v1", "secrets", "secret", "Secret", True)
 CONFIGMAPS = Resource("", "v1", "configmaps", "configmap", "ConfigMap", True, ("cm",))
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True, ("sa",))
+RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", True, ("quota",), ("status",))
+LIMIT_RANGES = Resource("", "v1", "limitranges", "limitrange", "LimitRange", True, ("limits",))
 TRAINJOBS = Resource(names.TRAINER_GROUP, names.TRAINER_VERSION, "trainjobs", "trainjob", "TrainJob", True, (), ("status",))
 TRAINING_RUNTIMES = Resource(names.TRAINER_GROUP, names.TRAINER_VERSION, "trainingruntimes", "trainingruntime", "TrainingRuntime",
                              True)
@@ -75,6 +78,9 @@ ALL: tuple[Resource, ...] = (
     EVENTS,
     SECRETS,
     CONFIGMAPS,
+    SERVICE_ACCOUNTS,
+    RESOURCE_QUOTAS,
+    LIMIT_RANGES,
     TRAINJOBS,
     TRAINING_RUNTIMES,
     CLUSTER_TRAINING_RUNTIMES,
