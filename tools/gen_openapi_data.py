@@ -11,6 +11,12 @@ upstream folder is `$MPIJOB_UPSTREAM` when set, as for the tests). Output:
 Workload's pod template, v1beta1 beside v1beta2) are stored once in `shared` and referenced as
 `{"$shared": index}`; `mpijob.server.openapi.definitions` expands them. Deterministic, one schema or
 shared entry per line, so a regeneration diffs readably.
+
+Also `mpijob/server/openapi/rbac_schemas.json`: the `rbac.authorization.k8s.io/v1` kinds, which the
+Kubernetes models of `kubeflow_trainer_api` lack, from the `kubernetes` package's generated models
+(`openapi_types`, `attribute_map`, each property's description, required where its setter refuses
+None), named as kube-apiserver names them (`io.k8s.api.rbac.v1.Role`); the four kinds' own
+descriptions, which those models do not carry, are upstream's (`k8s.io/api/rbac/v1/types.go`).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 UPSTREAM = Path(os.environ.get("MPIJOB_UPSTREAM") or REPO.parent / "shared" / "upstream") / "kueue"
 OUTPUT = REPO / "mpijob" / "server" / "openapi" / "kueue_schemas.json"
+RBAC_OUTPUT = REPO / "mpijob" / "server" / "openapi" / "rbac_schemas.json"
 COMMAND = ".venv/bin/python tools/gen_openapi_data.py"
 MIN_SHARED = 300  # characters: smaller repeated subtrees are cheaper inline than as a reference
 
@@ -138,6 +145,108 @@ def render(upstream: Path = UPSTREAM) -> str:
             f'"schemas":{{\n{schemas}}},\n"shared":[\n{shared}]}}\n')
 
 
+# -- RBAC, from the kubernetes package's models ------------------------------------------------------
+
+RBAC_PACKAGE = "io.k8s.api.rbac.v1"
+META_PACKAGE = "io.k8s.apimachinery.pkg.apis.meta.v1"
+RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+# k8s.io/api/rbac/v1/types.go: the type comments the Python models leave out
+RBAC_DESCRIPTIONS = {
+    "Role": "Role is a namespaced, logical grouping of PolicyRules that can be referenced as a unit by a "
+            "RoleBinding.",
+    "ClusterRole": "ClusterRole is a cluster level, logical grouping of PolicyRules that can be referenced as a "
+                   "unit by a RoleBinding or ClusterRoleBinding.",
+    "RoleBinding": "RoleBinding references a role, but does not contain it.  It can reference a Role in the same "
+                   "namespace or a ClusterRole in the global namespace. It adds who information via Subjects and "
+                   "namespace information by which namespace it exists in.  RoleBindings in a given namespace only "
+                   "have effect in that namespace.",
+    "ClusterRoleBinding": "ClusterRoleBinding references a ClusterRole, but not contain it.  It can reference a "
+                          "ClusterRole in the global namespace, and adds who information via Subject.",
+    "PolicyRule": "PolicyRule holds information that describes a policy rule, but does not contain information "
+                  "about who the rule applies to or which namespace the rule applies to.",
+    "AggregationRule": "AggregationRule describes how to locate ClusterRoles to aggregate into the ClusterRole",
+    "RoleRef": "RoleRef contains information that points to the role being used",
+    "Subject": "Subject contains a reference to the object or user identities a role binding applies to.  This "
+               "can either hold a direct API object reference, or a value for non-objects such as user and group "
+               "names.",
+}
+_SCALAR_TYPES = {"str": {"type": "string"}, "bool": {"type": "boolean"}, "int": {"type": "integer", "format": "int32"},
+                 "datetime": {"type": "string", "format": "date-time"}}
+
+
+def _model_def_name(cls_name: str) -> str:
+    """`V1PolicyRule` → `io.k8s.api.rbac.v1.PolicyRule`; the meta types (`V1ObjectMeta`) → apimachinery's."""
+    short = cls_name.removeprefix("RbacV1").removeprefix("V1")
+    return f"{RBAC_PACKAGE}.{short}" if short in RBAC_DESCRIPTIONS else f"{META_PACKAGE}.{short}"
+
+
+def _property_description(model: Any, attr: str) -> str:
+    doc = getattr(model, attr).__doc__ or ""
+    paragraphs = [p.strip() for p in doc.split("\n\n")]
+    text = paragraphs[1] if len(paragraphs) > 1 else ""
+    return " ".join(text.replace("# noqa: E501", "").split()) if not text.startswith(":return:") else ""
+
+
+def _field_type(openapi_type: str, deps: list[str]) -> dict[str, Any]:
+    if openapi_type.startswith("list["):
+        return {"type": "array", "items": _field_type(openapi_type[5:-1], deps)}
+    if openapi_type.startswith("dict("):
+        return {"type": "object", "additionalProperties": _field_type(openapi_type[5:-1].split(", ", 1)[1], deps)}
+    if openapi_type in _SCALAR_TYPES:
+        return dict(_SCALAR_TYPES[openapi_type])
+    deps.append(openapi_type)
+    return {"$ref": "#/definitions/" + _model_def_name(openapi_type)}
+
+
+def rbac_schemas() -> dict[str, Any]:
+    """`{definition name: schema}` of the RBAC kinds and the RBAC types beneath them (the meta types they
+    reference, ObjectMeta and LabelSelector, are the core kinds' own)."""
+    import inspect
+
+    from kubernetes.client import models
+
+    from mpijob.api.names import RBAC_GROUP, RBAC_VERSION
+
+    out: dict[str, Any] = {}
+    todo = [f"V1{kind}" for kind in RBAC_KINDS]
+    while todo:
+        cls_name = todo.pop(0)
+        name = _model_def_name(cls_name)
+        if name in out or not name.startswith(RBAC_PACKAGE):
+            continue
+        model = getattr(models, cls_name)
+        deps: list[str] = []
+        props: dict[str, Any] = {}
+        required: list[str] = []
+        for attr, openapi_type in model.openapi_types.items():
+            key = model.attribute_map[attr]
+            schema = _field_type(openapi_type, deps)
+            description = _property_description(model, attr)
+            if description:
+                schema["description"] = description
+            props[key] = schema
+            if f"and {attr} is None:" in inspect.getsource(getattr(model, attr).fset):
+                required.append(key)
+        short = name.rsplit(".", 1)[1]
+        schema = {"description": RBAC_DESCRIPTIONS[short], "type": "object", "properties": props}
+        if required:
+            schema["required"] = required
+        if short in RBAC_KINDS:
+            schema["x-kubernetes-group-version-kind"] = [{"group": RBAC_GROUP, "version": RBAC_VERSION, "kind": short}]
+        out[name] = schema
+        todo.extend(deps)
+    return dict(sorted(out.items()))
+
+
+def render_rbac() -> str:
+    def line(value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+    body = ",\n".join(f"{line(k)}:{line(v)}" for k, v in rbac_schemas().items())
+    return (f'{{"source":{line("kubernetes package models (openapi_types), by " + COMMAND)},\n'
+            f'"definitions":{{\n{body}}}}}\n')
+
+
 def main(argv: list[str]) -> int:
     """Write the file (no arguments) or, with `--check`, report whether it is current: 0 yes, 1 no, 2 usage."""
     if argv not in ([], ["--check"]):
@@ -147,15 +256,16 @@ def main(argv: list[str]) -> int:
         print(f"{UPSTREAM} not found: the upstream CRDs live in the shared folder beside the repository",
               file=sys.stderr)
         return 2
-    text = render()
+    outputs = ((OUTPUT, render()), (RBAC_OUTPUT, render_rbac()))
     if argv == ["--check"]:
-        current = OUTPUT.is_file() and OUTPUT.read_text(encoding="utf-8") == text
-        if not current:
-            print(f"{OUTPUT.relative_to(REPO)} is stale: run {COMMAND}", file=sys.stderr)
-        return 0 if current else 1
-    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
-    OUTPUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUTPUT.relative_to(REPO)} ({len(text.encode())} bytes)")
+        stale = [path for path, text in outputs if not path.is_file() or path.read_text(encoding="utf-8") != text]
+        for path in stale:
+            print(f"{path.relative_to(REPO)} is stale: run {COMMAND}", file=sys.stderr)
+        return 1 if stale else 0
+    for path, text in outputs:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(REPO)} ({len(text.encode())} bytes)")
     return 0
 
 

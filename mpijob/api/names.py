@@ -189,3 +189,64 @@ REASON_ADMISSION_CHECK_NOT_FOUND = "AdmissionCheckNotFound"
 REASON_TOPOLOGY_NOT_FOUND = "TopologyNotFound"
 REASON_CLUSTER_QUEUE_INACTIVE = "ClusterQueueIsInactive"  # a LocalQueue's, mirroring its ClusterQueue
 REASON_CLUSTER_QUEUE_MISSING = "ClusterQueueDoesNotExist"  # a LocalQueue's
+
+# -- Audit (audit.k8s.io/v1 Events, docs/security.md) ----------------------------------------------
+
+AUDIT_API_VERSION = "audit.k8s.io/v1"
+AUDIT_LEVEL_METADATA = "Metadata"  # who, what, when and the answer's code; never a request or response body
+AUDIT_STAGE_COMPLETE = "ResponseComplete"
+AUDIT_STAGE_PANIC = "Panic"  # kube-apiserver's stage for a request whose handler crashed (answered 500)
+AUDIT_ID_HEADER = "Audit-Id"  # kube-apiserver's response header (Go canonicalises its `Audit-ID`)
+# Who created a TrainJob: set by the server from the authenticated user at creation, never by a client,
+# and immutable afterwards (OpenShift's `openshift.io/requester`, in our own domain: OpenShift sets that
+# one on a Project, and its tools read it with that meaning).
+ANNOTATION_REQUESTER = "mpijob.io/requester"
+# The audit Event of a TrainJob's end carries its outcome beside the requester (Event.annotations).
+AUDIT_ANNOTATION_CONDITION = "mpijob.io/condition"  # Complete or Failed
+AUDIT_ANNOTATION_REASON = "mpijob.io/reason"  # the condition's reason (AllJobsCompleted, FailedJobs, …)
+# The identity the Trainer controller writes a TrainJob's status as (Trainer's controller-manager
+# ServiceAccount in upstream's manifests), with the groups a ServiceAccount token authenticates with.
+TRAINER_CONTROLLER_NAMESPACE = "kubeflow-system"
+TRAINER_CONTROLLER_SA = "kubeflow-trainer-controller-manager"
+TRAINER_CONTROLLER_USER = f"system:serviceaccount:{TRAINER_CONTROLLER_NAMESPACE}:{TRAINER_CONTROLLER_SA}"
+TRAINER_CONTROLLER_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{TRAINER_CONTROLLER_NAMESPACE}",
+                             "system:authenticated")
+
+# -- Quotas: ResourceQuota keys and LimitRange item types (core/v1; docs/security.md) --------------
+
+QUOTA_REQUESTS = "requests."  # prefix of a quota key counting requests: requests.cpu, requests.nvidia.com/gpu
+QUOTA_LIMITS = "limits."  # prefix of a quota key counting limits: limits.cpu, limits.memory
+QUOTA_COUNT = "count/"  # prefix of an object count key: count/trainjobs.trainer.kubeflow.org
+QUOTA_PODS = "pods"  # the number of pods not yet finished
+LIMIT_TYPE_CONTAINER = "Container"
+LIMIT_TYPE_POD = "Pod"
+
+
+# -- RBAC and identities (kube-apiserver's authentication, RBAC bootstrap policy, service accounts) --
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+RBAC_VERSION = "v1"
+AUTHORIZATION_GROUP = "authorization.k8s.io"  # SelfSubjectAccessReview, SelfSubjectRulesReview
+AUTHENTICATION_GROUP = "authentication.k8s.io"  # SelfSubjectReview (`kubectl auth whoami`)
+AUTHORIZATION_VERSION = "v1"
+MPIJOB_GROUP = "mpijob.io"  # mpijob's own API beside upstream's: users
+MPIJOB_VERSION = "v1alpha1"
+SYSTEM_MASTERS = "system:masters"  # the group every request of which is allowed, as in kube
+SYSTEM_AUTHENTICATED = "system:authenticated"
+SYSTEM_UNAUTHENTICATED = "system:unauthenticated"
+SERVICE_ACCOUNT_USER_PREFIX = "system:serviceaccount:"  # + "<namespace>:<name>"
+SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"  # + ":<namespace>" for one namespace's
+DEFAULT_SERVICE_ACCOUNT = "default"
+SERVICE_ACCOUNT_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"  # token, namespace, ca.crt
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+LABEL_BOOTSTRAPPING = "kubernetes.io/bootstrapping"  # "rbac-defaults" on the bootstrap policy
+ANNOTATION_RBAC_AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
+LABEL_AGGREGATE_TO_ADMIN = "rbac.authorization.k8s.io/aggregate-to-admin"
+LABEL_AGGREGATE_TO_EDIT = "rbac.authorization.k8s.io/aggregate-to-edit"
+LABEL_AGGREGATE_TO_VIEW = "rbac.authorization.k8s.io/aggregate-to-view"
+LABEL_KUEUE_BATCH_ADMIN = "rbac.kueue.x-k8s.io/batch-admin"  # Kueue's kueue-batch-admin-role selects these
+LABEL_KUEUE_BATCH_USER = "rbac.kueue.x-k8s.io/batch-user"  # and kueue-batch-user-role these
+LABEL_KUEUE_ROLE = "rbac.kueue.x-k8s.io/role"
+LABEL_KUBEFLOW_AGGREGATE_TO_ADMIN = "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-admin"
+LABEL_KUBEFLOW_AGGREGATE_TO_EDIT = "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-edit"
+LABEL_KUBEFLOW_AGGREGATE_TO_VIEW = "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-view"

@@ -106,26 +106,34 @@ def unknown_fields(document: Mapping[str, Any], group: str, version: str, kind: 
     """The paths of `obj`'s fields that the kind's schema does not have, as kube-apiserver's strict
     decoding names them (`data`, `spec.containers[0].foo`). Maps take any key; a schema that keeps
     unknown fields (`x-kubernetes-preserve-unknown-fields`) or says nothing of its fields takes anything."""
+    return [shown for shown, _ in unknown_field_locations(document, group, version, kind, obj)]
+
+
+def unknown_field_locations(document: Mapping[str, Any], group: str, version: str, kind: str,
+                            obj: Any) -> list[tuple[str, tuple[str | int, ...]]]:
+    """`unknown_fields` with where each one is: its keys and indexes from the object's root, which stay
+    exact when a key itself holds a `.` or `[` (a key `1.5` is one step, not two)."""
     found = kind_schema(document, group, version, kind)
     if found is None:
         raise KeyError(f"no schema for {group or 'core'}/{version} {kind} in this document")
-    return list(_unknown(document, resolve(document, found[1]), obj, ""))
+    return list(_unknown(document, resolve(document, found[1]), obj, "", ()))
 
 
-def _unknown(document: Mapping[str, Any], schema: Mapping[str, Any], value: Any, where: str) -> Iterator[str]:
+def _unknown(document: Mapping[str, Any], schema: Mapping[str, Any], value: Any, where: str,
+             steps: tuple[str | int, ...]) -> Iterator[tuple[str, tuple[str | int, ...]]]:
     if schema.get("x-kubernetes-preserve-unknown-fields"):
         return
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         item = resolve(document, schema["items"])
         for i, element in enumerate(value):
-            yield from _unknown(document, item, element, f"{where}[{i}]")
+            yield from _unknown(document, item, element, f"{where}[{i}]", (*steps, i))
     elif isinstance(value, dict):
         props, extra = schema.get("properties"), schema.get("additionalProperties")
         for key, sub in value.items():
             at = f"{where}.{key}" if where else key
             if props and key in props:
-                yield from _unknown(document, resolve(document, props[key]), sub, at)
+                yield from _unknown(document, resolve(document, props[key]), sub, at, (*steps, key))
             elif isinstance(extra, dict):
-                yield from _unknown(document, resolve(document, extra), sub, at)
+                yield from _unknown(document, resolve(document, extra), sub, at, (*steps, key))
             elif props and key not in ("apiVersion", "kind"):
-                yield at
+                yield at, (*steps, key)

@@ -50,6 +50,14 @@ CLUSTER_TRAINING_RUNTIMES = Resource(
     names.TRAINER_GROUP, names.TRAINER_VERSION, "clustertrainingruntimes", "clustertrainingruntime", "ClusterTrainingRuntime", False
 )
 
+# RBAC (rbac.authorization.k8s.io/v1), enforced by `mpijob.api.rbac`.
+ROLES = Resource(names.RBAC_GROUP, names.RBAC_VERSION, "roles", "role", "Role", True)
+CLUSTER_ROLES = Resource(names.RBAC_GROUP, names.RBAC_VERSION, "clusterroles", "clusterrole", "ClusterRole", False)
+ROLE_BINDINGS = Resource(names.RBAC_GROUP, names.RBAC_VERSION, "rolebindings", "rolebinding", "RoleBinding", True)
+CLUSTER_ROLE_BINDINGS = Resource(names.RBAC_GROUP, names.RBAC_VERSION, "clusterrolebindings", "clusterrolebinding",
+                                 "ClusterRoleBinding", False)
+RBAC_KINDS = (ROLES, CLUSTER_ROLES, ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS)
+
 # Kueue: v1beta2 is the storage (and preferred) version; v1beta1 is still served, converted on the way
 # in and out by `mpijob.api.kueue.conversion`. Short names are the CRDs'.
 
@@ -84,6 +92,7 @@ ALL: tuple[Resource, ...] = (
     TRAINJOBS,
     TRAINING_RUNTIMES,
     CLUSTER_TRAINING_RUNTIMES,
+    *RBAC_KINDS,
     RESOURCE_FLAVORS,
     CLUSTER_QUEUES,
     LOCAL_QUEUES,

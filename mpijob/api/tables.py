@@ -190,6 +190,25 @@ COLUMNS.update({
 })
 
 
+def _quota_column(limits: bool) -> Callable[[Obj, datetime], str]:
+    """kubectl's ResourceQuota REQUEST or LIMIT cell: `key: used/hard, ...` from the status, sorted by key,
+    the `limits.*` keys in LIMIT and every other key in REQUEST."""
+    def cell(o: Obj, _: datetime) -> str:
+        status = o.get("status") or {}
+        hard, used = status.get("hard") or {}, status.get("used") or {}
+        keys = [k for k in sorted(hard) if (k.split(".")[0] == "limits" and "." in k) == limits]
+        return ", ".join(f"{k}: {used.get(k, '0')}/{hard[k]}" for k in keys)
+
+    return cell
+
+
+# Core kinds of namespace quotas (kubernetes pkg/printers/internalversion/printers.go)
+COLUMNS.update({
+    "resourcequotas": [NAME, AGE, ("Request", "string", "", 0, _quota_column(False)),
+                       ("Limit", "string", "", 0, _quota_column(True))],
+    "limitranges": [NAME, ("Created At", "date", "", 0, _field("metadata", "creationTimestamp"))],
+})
+
 def columns_for(res: Resource) -> list[Column]:
     """Kinds without a specific layout (runtimes, ...) show Name and Age."""
     return COLUMNS.get(res.plural, [NAME, AGE])

@@ -39,7 +39,9 @@ COMMANDS = {
     "suspend": ("mpijob.cli.suspend_cmd", "suspend"),
     "resume": ("mpijob.cli.suspend_cmd", "resume"),
     "wait": ("mpijob.cli.wait_cmd", "wait"),
+    "audit": ("mpijob.cli.audit_cmd", "audit"),
     "server": ("mpijob.cli.server_cmd", "server_app"),
+    "user": ("mpijob.cli.user_cmd", "user_app"),
 }
 
 

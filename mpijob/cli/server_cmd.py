@@ -16,9 +16,12 @@ if TYPE_CHECKING:
 server_app = typer.Typer(help="Run the local cluster (state in $MPIJOB_HOME).", no_args_is_help=True, rich_markup_mode=None)
 
 
+LABELS = {"auditLog": "audit log"}  # a JSON key of `status -o json` that is not snake_case → its words
+
+
 def _print_info(info: "supervisor.ServerInfo") -> None:
     for key, value in info.to_dict().items():
-        print(f"{key.replace('_', ' ') + ':':<14}{value}")
+        print(f"{LABELS.get(key, key.replace('_', ' ')) + ':':<14}{value}")
 
 
 @server_app.command("start")
@@ -87,7 +90,9 @@ def stop(timeout: Annotated[float, typer.Option(help="Seconds before SIGKILL.")]
 def status(
     output_format: Annotated[str, typer.Option("--output", "-o", help="`json` for machines.")] = "",
 ) -> None:
-    """Print url, pid, kubeconfig, home, sandbox mode and version; exit 8 when not running."""
+    """Print url, pid, kubeconfig, home, sandbox mode, version and audit log; exit 8 when not running.
+
+    The audit log (`auditLog` in JSON) is the file `mpijob audit` reads."""
     from mpijob.store import supervisor  # its imports (ssl, urllib, subprocess) only when used
 
     home = Home.default()

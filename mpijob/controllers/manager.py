@@ -19,6 +19,7 @@ from mpijob.controllers import conditions as cond
 from mpijob.controllers.kubelet import capacity, gc, pods
 from mpijob.controllers.kubelet.sandbox import check_mode, detect_mode
 from mpijob.controllers.kueue.queueing import Queueing
+from mpijob.controllers.quota import QuotaStatus
 from mpijob.controllers.trainer.runner import Outcome, Stop
 from mpijob.controllers.trainer.trainjob import TrainJobController, job_pods
 from mpijob.store.home import Home
@@ -42,6 +43,7 @@ class Manager:
             gpus=int(parse_quantity(self.capacity.get(capacity.GPU, "0"))), kick=lambda: self.queueing.kick(),
         )
         self.queueing = Queueing(store, self.trainjobs.evict)
+        self.quotas = QuotaStatus(store)  # ResourceQuota status: Used and Hard (docs/security.md)
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -93,6 +95,7 @@ class Manager:
                 log.exception("controller error on %s %s", kind, obj.get("metadata", {}).get("name"))
 
     async def _dispatch(self, kind: str, obj: Obj) -> None:
+        self.quotas.observe(kind, obj)
         if obj.get("kind") == "TrainJob":
             if kind == "DELETED":
                 uid = obj["metadata"]["uid"]

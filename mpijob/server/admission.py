@@ -7,7 +7,6 @@ the references a new TrainJob makes to other objects.
 from __future__ import annotations
 
 import dataclasses
-import re
 import secrets
 from typing import Any
 
@@ -15,6 +14,8 @@ from mpijob.api import Obj, names, validation
 from mpijob.api.errors import ApiError, bad_request
 from mpijob.api.resources import (
     CLUSTER_TRAINING_RUNTIMES,
+    LIMIT_RANGES,
+    RESOURCE_QUOTAS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
     Resource,
@@ -49,6 +50,9 @@ def generate_name(obj: dict[str, Any]) -> None:
     """`metadata.generateName` + 5 random characters, as kube-apiserver names it."""
     meta = obj["metadata"]
     if not meta.get("name") and meta.get("generateName"):
+        if not isinstance(meta["generateName"], str):
+            raise bad_request(f"metadata.generateName must be a string, not {meta['generateName']!r}: "
+                              "send a name prefix such as \"train-\"")
         meta["name"] = meta["generateName"] + "".join(secrets.choice(names.SUFFIX_ALPHABET) for _ in range(5))
 
 
@@ -77,7 +81,36 @@ def check_references(store: Store, res: Resource, obj: dict[str, Any]) -> None:
     available = [] if runtime else [r["metadata"]["name"] for r in store.list(kind, ns or None)[0]]
     check_runtime_ref(obj, runtime, available)
     assert runtime is not None
+    check_quota(store, obj, runtime)
     check_fits(store, obj, runtime)
+
+
+def check_quota(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any]) -> None:
+    """LimitRanger and ResourceQuota admission over the whole job (`mpijob.api.quota`): refuse (403) a
+    TrainJob whose pods break the namespace's LimitRanges, or that would take its namespace past a
+    ResourceQuota, counted against what the namespace's other TrainJobs use
+    (`mpijob.controllers.quota.namespace_usage`), before anything is created.
+
+    No lock is needed: the server answers requests on one event loop, and nothing between this check
+    and the store's write of the TrainJob awaits (`routes/crud.create`), so two creates cannot both be
+    counted against the same usage. Keep it that way: an `await` between the two would open the race."""
+    from mpijob.api import quota
+    from mpijob.controllers.quota import namespace_usage, plan_pods
+
+    ns = trainjob["metadata"].get("namespace") or "default"
+    ranges = store.list(LIMIT_RANGES, ns)[0]
+    resource_quotas = [q for q in store.list(RESOURCE_QUOTAS, ns)[0] if quota.constrains(q)]
+    if not ranges and not resource_quotas:
+        return
+    pods = plan_pods(trainjob, runtime, ranges)
+    why = quota.limit_violations(pods, ranges)
+    if not why and resource_quotas:
+        refusal = quota.check(resource_quotas, namespace_usage(store, ns, ranges), pods)
+        why = [refusal] if refusal else []
+    if why:
+        name = trainjob["metadata"]["name"]
+        raise ApiError(403, "Forbidden", f'{TRAINJOBS.group_resource} "{name}" is forbidden: {quota.aggregate(why)}',
+                       name, names.TRAINER_GROUP, TRAINJOBS.plural)
 
 
 def check_fits(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any]) -> None:
@@ -121,7 +154,7 @@ def unknown_fields(res: Resource, obj: dict[str, Any], mode: str | None) -> list
     their structural schema, which refuses unknown fields, in `admit`): `Strict` (what kubectl sends)
     refuses a body with fields the kind does not have, `Warn` (the default) and `Ignore` drop them, Warn
     with a warning each. Returns the warnings."""
-    from mpijob.api.openapi import unknown_fields as find
+    from mpijob.api.openapi import unknown_field_locations as find
     from mpijob.server import openapi
 
     mode = mode or "Warn"
@@ -129,21 +162,23 @@ def unknown_fields(res: Resource, obj: dict[str, Any], mode: str | None) -> list
         raise bad_request(f'invalid fieldValidation "{mode}": use one of {", ".join(FIELD_VALIDATION)}')
     if res.group:
         return []
-    unknown = find(openapi.v2_shared(), res.group, res.version, res.kind, obj)
+    located = find(openapi.v2_shared(), res.group, res.version, res.kind, obj)
+    unknown = [shown for shown, _ in located]
     if unknown and mode == "Strict":
         said = ", ".join(f'unknown field "{u}"' for u in unknown)
         raise bad_request(f"{res.kind} in version \"{res.version}\" cannot be handled as a {res.kind}: "
                           f"strict decoding error: {said}")
-    for path in unknown:
-        _drop(obj, path)
+    for _, steps in located:
+        _drop(obj, steps)
     return [f'unknown field "{u}"' for u in unknown] if mode == "Warn" else []
 
 
-def _drop(obj: dict[str, Any], path: str) -> None:
+def _drop(obj: dict[str, Any], steps: tuple[str | int, ...]) -> None:
+    """Remove the field at `steps` (keys and indexes: exact even for a key holding `.` or `[`)."""
     node: Any = obj
-    *parents, last = re.findall(r"[^.\[\]]+|\[\d+\]", path)
-    for token in parents:
-        node = node[int(token[1:-1])] if token.startswith("[") else node[token]
+    *parents, last = steps
+    for step in parents:
+        node = node[step]
     node.pop(last, None)
 
 

@@ -17,9 +17,11 @@ from starlette.responses import PlainTextResponse, Response
 
 from mpijob.api.errors import ApiError
 from mpijob.server import admission, bootstrap, openapi
+from mpijob.server.audit import AuditMiddleware
 from mpijob.server.auth import BearerAuth
-from mpijob.server.http import json_response, status_response
-from mpijob.server.routes import crud, discovery, visibility
+from mpijob.server.authz import Authorize
+from mpijob.server.http import BodyLimit, json_response, status_response
+from mpijob.server.routes import access, crud, discovery, visibility
 from mpijob.server.routes.paths import Discovery, not_found_path, parse
 from mpijob.server.state import Cluster
 from mpijob.store.home import Home
@@ -60,7 +62,10 @@ def create_app(home: Home) -> FastAPI:
     app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
     _routes(app)
     _error_handlers(app)
-    app.add_middleware(BearerAuth, tokens_file=home.tokens)
+    app.add_middleware(BodyLimit)  # 3 MiB request bodies, innermost: checked when a route reads one
+    app.add_middleware(Authorize)  # RBAC, inside authentication (mpijob.server.authz)
+    app.add_middleware(BearerAuth, tokens_file=home.tokens, home=home)
+    app.add_middleware(AuditMiddleware, path=home.audit_log)  # added last: outermost, sees every 401/403
     return app
 
 
@@ -70,6 +75,7 @@ def _cluster(request: Request) -> Cluster:
 
 def _routes(app: FastAPI) -> None:
     app.include_router(visibility.router)  # before the generic /apis routes, which would 404 its paths
+    app.include_router(access.router)  # the review APIs and mpijob.io users, likewise
 
     @app.get("/healthz")
     @app.get("/readyz")

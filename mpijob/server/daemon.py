@@ -88,7 +88,8 @@ async def _serve(server: Any, sock: Any, home: Home, url: str) -> None:
     if server.started:
         mode = server.config.app.state.cluster.sandbox_mode
         _write_json(home.state_file, {"pid": os.getpid(), "url": url, "sandbox_mode": mode,
-                                      "version": __version__, "kubeconfig": str(home.kubeconfig)})
+                                      "version": __version__, "kubeconfig": str(home.kubeconfig),
+                                      "auditLog": str(home.audit_log)})
         log.info("mpijob server ready at %s (home %s, sandbox %s)", url, home.root, mode)
     await task
     if not server.started:

@@ -10,6 +10,7 @@ import copy
 from typing import Any
 
 from mpijob.api.errors import ApiError, bad_request
+from mpijob.server.http import MAX_DEPTH
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -95,10 +96,21 @@ def _merge_list(current: list[Any], patch: list[Any], key: str) -> list[Any]:
     return out
 
 
+MAX_OPERATIONS = 10000  # kube-apiserver's maxJSONPatchOperations
+MAX_COPIED = 3 * 1024 * 1024  # what `copy` operations may duplicate in all, as the request body limit
+
+
 def json_patch(target: Any, operations: Any) -> Any:
-    """RFC 6902 add/remove/replace/move/copy/test; a failed `test` or bad path is 422/400."""
+    """RFC 6902 add/remove/replace/move/copy/test; a failed `test` or bad path is 422/400. As in kube-apiserver,
+    at most `MAX_OPERATIONS` operations (413), and `copy` may duplicate at most `MAX_COPIED` bytes in all (a
+    patch copying a field into itself 40 times would otherwise grow it 2⁴⁰ times); the result may be nested
+    no deeper than a request body."""
     if not isinstance(operations, list):
         raise bad_request("a JSON patch must be a list of operations")
+    if len(operations) > MAX_OPERATIONS:
+        raise ApiError(413, "RequestEntityTooLarge", f"The allowed maximum operations in a JSON patch is "
+                       f"{MAX_OPERATIONS}, got {len(operations)}: split the patch into several requests")
+    copied = 0
     doc = copy.deepcopy(target)
     for n, op in enumerate(operations):
         if not isinstance(op, dict) or "op" not in op or "path" not in op:
@@ -118,6 +130,12 @@ def json_patch(target: Any, operations: Any) -> Any:
             value = _get(doc, src)
             if kind == "move":
                 doc, value = _remove(doc, src)
+            else:
+                copied += _size(value, MAX_COPIED - copied + 1)
+                if copied > MAX_COPIED:
+                    raise ApiError(413, "RequestEntityTooLarge", f"JSON patch operation {n} (copy from "
+                                   f"{op['from']!r}) copies more than {MAX_COPIED} bytes in all: copy less, or "
+                                   "send the object itself")
             doc = _add(doc, path, copy.deepcopy(value))
         elif kind == "test":
             if _get(doc, path) != _value(op, n):
@@ -125,7 +143,40 @@ def json_patch(target: Any, operations: Any) -> Any:
         else:
             raise bad_request(f"JSON patch operation {n}: unknown op {kind!r}; use add, remove, replace, "
                               "move, copy or test")
+    if _depth(doc) > MAX_DEPTH:
+        raise bad_request(f"the patched object would be nested more than {MAX_DEPTH} levels deep: add the "
+                          "values nearer the object's root")
     return doc
+
+
+def _size(value: Any, stop: int) -> int:
+    """About how many bytes `value` is as JSON (1 per value plus string lengths), counting up to `stop`."""
+    total, stack = 0, [value]
+    while stack and total < stop:
+        node = stack.pop()
+        total += 1
+        if isinstance(node, dict):
+            total += sum(len(k) for k in node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, str):
+            total += len(node)
+    return total
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            break
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return deepest
 
 
 def _value(op: dict[str, Any], n: int) -> Any:
@@ -134,7 +185,9 @@ def _value(op: dict[str, Any], n: int) -> Any:
     return op["value"]
 
 
-def _pointer(path: str) -> list[str]:
+def _pointer(path: Any) -> list[str]:
+    if not isinstance(path, str):
+        raise bad_request(f"JSON pointer {path!r} must be a string such as \"/metadata/labels/app\"")
     if path == "":
         return []
     if not path.startswith("/"):

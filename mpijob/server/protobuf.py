@@ -68,38 +68,55 @@ def _fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
         number, wire = key >> 3, key & 7
         if wire == 0:
             value, pos = _varint(buf, pos)
-        elif wire == 2:
-            length, pos = _varint(buf, pos)
+        elif wire in (1, 2, 5):
+            length = 8 if wire == 1 else 4 if wire == 5 else None
+            if length is None:
+                length, pos = _varint(buf, pos)
+            if pos + length > len(buf):
+                raise bad_request(f"truncated protobuf body: field {number} needs {length} bytes, "
+                                  f"{len(buf) - pos} remain")
             value, pos = buf[pos:pos + length], pos + length
-        elif wire == 1:
-            value, pos = buf[pos:pos + 8], pos + 8
-        elif wire == 5:
-            value, pos = buf[pos:pos + 4], pos + 4
         else:
-            raise bad_request(f"unsupported protobuf wire type {wire}")
+            raise bad_request(f"unsupported protobuf wire type {wire} (field {number})")
         yield number, wire, value
+
+
+def _text(value: bytes, field: str) -> str:
+    try:
+        return value.decode()
+    except UnicodeDecodeError as exc:
+        raise bad_request(f"the protobuf field {field} is not UTF-8 text ({exc.reason} at byte {exc.start}): "
+                          "send strings as UTF-8") from None
 
 
 def _message(buf: bytes, schema: dict[int, tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for number, _, value in _fields(buf):
+    for number, wire, value in _fields(buf):
         if number not in schema:
             continue  # server-set or unused fields (uid, timestamps, managedFields...)
         name, typ = schema[number]
+        if (wire == 0) != (typ == "bool"):  # a bool is a varint; every other field here is length-delimited
+            raise bad_request(f"the protobuf field {name} (number {number}) has wire type {wire}, not "
+                              f"{0 if typ == 'bool' else 2}: the body is not a Kubernetes object of this kind")
         if typ == "str":
             if value:  # proto2 sends unset strings as ""; JSON omits them
-                out[name] = value.decode()
+                out[name] = _text(value, name)
         elif typ == "bytes":
             out[name] = value
         elif typ == "bool":
             out[name] = bool(value)
         elif typ == "strs":
-            out.setdefault(name, []).append(value.decode())
+            out.setdefault(name, []).append(_text(value, name))
         elif typ in ("map", "bmap"):
-            entry = {n: v for n, _, v in _fields(value)}
+            entry = {}
+            for n, w, v in _fields(value):
+                if w != 2:
+                    raise bad_request(f"the protobuf field {name} has a map entry with wire type {w}, not 2: "
+                                      "the body is not a Kubernetes object of this kind")
+                entry[n] = v
             raw = entry.get(2, b"")
-            out.setdefault(name, {})[entry.get(1, b"").decode()] = (
-                raw.decode() if typ == "map" else base64.b64encode(raw).decode()
+            out.setdefault(name, {})[_text(entry.get(1, b""), f"{name} key")] = (
+                _text(raw, name) if typ == "map" else base64.b64encode(raw).decode()
             )
         elif isinstance(typ, list):
             out.setdefault(name, []).append(_message(value, typ[0]))

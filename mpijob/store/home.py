@@ -74,6 +74,12 @@ class Home:
         return self.root / "server.log"
 
     @property
+    def audit_log(self) -> Path:
+        """The audit log: `audit.k8s.io/v1` Events, one JSON object a line (mode 0600; rotated to
+        `audit.log.1` … `audit.log.N` by size, see `mpijob.store.audit`)."""
+        return self.root / "audit.log"
+
+    @property
     def state_file(self) -> Path:
         """JSON written once the server is ready: pid, port, sandbox mode."""
         return self.root / "server.json"

@@ -37,10 +37,12 @@ class ServerInfo:
     home: Path
     sandbox_mode: str
     version: str
+    audit_log: Path | None = None  # the audit.k8s.io/v1 Event log (Home.audit_log), from the state file
 
     def to_dict(self) -> dict[str, str | int]:
         return {"url": self.url, "pid": self.pid, "kubeconfig": str(self.kubeconfig), "home": str(self.home),
-                "sandbox_mode": self.sandbox_mode, "version": self.version}
+                "sandbox_mode": self.sandbox_mode, "version": self.version,
+                "auditLog": str(self.audit_log or Home(self.home).audit_log)}
 
 
 def start(home: Home, timeout: float = 30, env: dict[str, str] | None = None) -> ServerInfo:
@@ -94,7 +96,8 @@ def running(home: Home) -> ServerInfo | None:
     if _gone(pid) or _is_other_program(pid):
         return None
     return ServerInfo(pid=pid, url=state["url"], kubeconfig=home.kubeconfig, home=home.root,
-                      sandbox_mode=state.get("sandbox_mode", "unknown"), version=state.get("version", ""))
+                      sandbox_mode=state.get("sandbox_mode", "unknown"), version=state.get("version", ""),
+                      audit_log=Path(state.get("auditLog") or home.audit_log))
 
 
 def stop(home: Home, timeout: float = 30) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import ssl
 import stat
 
@@ -51,7 +52,9 @@ def test_kubeconfig_shape(server) -> None:  # type: ignore[no-untyped-def]
     assert ca == (server.home / "tls" / "ca.crt").read_bytes()
     (user,) = config["users"]
     assert user["name"] == "mpijob-admin" and user["user"]["token"]
-    token_line = (server.home / "tokens.csv").read_text().splitlines()[0]
-    assert token_line.split(",")[:2] == [user["user"]["token"], "mpijob-admin"]
+    token_line = (server.home / "tokens.csv").read_text().splitlines()[0]  # the token's hash, never the token
+    digest = "sha256:" + hashlib.sha256(user["user"]["token"].encode()).hexdigest()
+    assert token_line.split(",")[:2] == [digest, "mpijob-admin"]
+    assert user["user"]["token"] not in (server.home / "tokens.csv").read_text()
     (ctx,) = config["contexts"]
     assert ctx["context"] == {"cluster": "mpijob-local", "user": "mpijob-admin", "namespace": "default"}

@@ -32,6 +32,7 @@ from mpijob.controllers.kubelet.sandbox import SSH_PORT, YIELD_WHEN_IDLE, JobFil
 from mpijob.controllers.kueue.workloads import render_workload
 from mpijob.controllers.trainer import deadline
 from mpijob.controllers.trainer.runner import JobRunner, Outcome, Stop, Then
+from mpijob.store import audit
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
@@ -259,6 +260,7 @@ class TrainJobController:
         cond.set_condition(tj, kind, True, outcome.reason, outcome.message)
         self._mirror(tj)
         tj = self.store.update(TRAINJOBS, tj, status=True)
+        audit.open_log(self.home.audit_log).write(audit.trainjob_finished(tj, kind, outcome.reason))
         self._sync_workload(tj, finished=True)
         events.record(self.store, tj, outcome.reason, outcome.message, warning=not outcome.succeeded)
 

@@ -14,15 +14,17 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mpijob.api import Obj, errors, tables
+from mpijob.api import Obj, errors, names, tables
 from mpijob.api.kueue.conversion import from_storage, to_storage
-from mpijob.api.resources import NAMESPACES, Resource, served_versions, storage
+from mpijob.api.resources import NAMESPACES, TRAINJOBS, Resource, served_versions, storage
 from mpijob.api.selectors import parse_fields, parse_labels
-from mpijob.server import admission, patch
+from mpijob.server import admission, bootstrap, patch
+from mpijob.server.audit import current_user
 from mpijob.server.http import (
     json_response,
     parse_bool,
     parse_int,
+    parse_resource_version,
     read_body,
     read_object,
     success_status,
@@ -82,6 +84,7 @@ async def list_objects(request: Request, cluster: Cluster, t: Target) -> Respons
     """A list, or a watch with `watch=true`; `limit`/`continue` page a list as kube does (not a watch)."""
     q = request.query_params
     labels, fields = parse_labels(q.get("labelSelector")), parse_fields(q.get("fieldSelector"))
+    parse_resource_version(q.get("resourceVersion"))
     limit = parse_int(q.get("limit"), "limit") or 0
     if limit < 0:
         raise errors.bad_request(f"invalid value for query parameter limit={q['limit']!r}: use 0 or more")
@@ -129,6 +132,28 @@ def _fresh(res: Resource, obj: Obj) -> Obj:
     return obj
 
 
+def _requester(request: Request, res: Resource, obj: Obj, old: Obj | None) -> None:
+    """A TrainJob's `names.ANNOTATION_REQUESTER` belongs to the server: at creation it is the
+    authenticated user, whatever the client sent; afterwards it keeps its stored value (restored
+    silently, as kube-apiserver restores `metadata.creationTimestamp`, so `kubectl replace` of a
+    manifest without it still works), so no client can forge or rewrite who created a job."""
+    if res.key != TRAINJOBS.key:
+        return
+    meta = obj["metadata"]
+    annotations = {} if meta.get("annotations") is None else meta["annotations"]
+    if not isinstance(annotations, dict):
+        return  # not a map: admission refuses the object
+    if old is None:
+        value = current_user(request.scope)[0]
+    else:
+        value = (old["metadata"].get("annotations") or {}).get(names.ANNOTATION_REQUESTER, "")
+    annotations.pop(names.ANNOTATION_REQUESTER, None)
+    if value:
+        annotations[names.ANNOTATION_REQUESTER] = value
+    if annotations or "annotations" in meta:
+        meta["annotations"] = annotations
+
+
 async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None = None) -> Response:
     res = t.res
     if res.namespaced and t.namespace is None:
@@ -142,6 +167,7 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
     _require_namespace(cluster, res, ns)
     stored, obj = to_storage(res, obj)
     dropped = admission.unknown_fields(res, obj, request.query_params.get("fieldValidation"))
+    _requester(request, stored, obj, None)
     obj = admission.admit(stored, _fresh(stored, obj), None)
     admission.check_references(cluster.store, stored, obj)
     if cluster.store.try_get(stored, ns, name) is not None:
@@ -151,7 +177,10 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
         meta = obj["metadata"]
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
         return _render(request, res, obj, 201, warnings)
-    return _render(request, res, cluster.store.create(stored, obj, ns), 201, warnings)
+    created = cluster.store.create(stored, obj, ns)
+    if stored is NAMESPACES:  # kube's serviceaccounts controller: every namespace has a `default` one
+        bootstrap.default_service_account(cluster.store, name)
+    return _render(request, res, created, 201, warnings)
 
 
 def _write(request: Request, cluster: Cluster, res: Resource, client_res: Resource, new: Obj, old: Obj,
@@ -159,6 +188,7 @@ def _write(request: Request, cluster: Cluster, res: Resource, client_res: Resour
     """Admit and store an update (answered in the client's version `client_res`, with kube's warnings);
     finish a pending deletion once its last finalizer is gone."""
     dropped = admission.unknown_fields(client_res, new, request.query_params.get("fieldValidation"))
+    _requester(request, res, new, old)
     new = admission.admit(res, new, old)
     warnings = dropped + ([] if status else admission.warnings(res, new, old))
     if _dry_run(request):
@@ -245,6 +275,9 @@ async def _delete_options(request: Request) -> Obj:
 
 def _check_preconditions(res: Resource, obj: Obj, options: Obj) -> None:
     pre = options.get("preconditions") or {}
+    if not isinstance(pre, dict):
+        raise errors.bad_request(f"DeleteOptions.preconditions must be an object such as "
+                                 f'{{"uid": "...", "resourceVersion": "..."}}, not {pre!r}')
     meta = obj["metadata"]
     for key in ("uid", "resourceVersion"):
         if pre.get(key) and pre[key] != meta.get(key):

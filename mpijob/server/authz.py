@@ -1,0 +1,138 @@
+"""Authorization of every request, as kube-apiserver's RBAC authorizer does it (`mpijob.api.rbac`).
+
+`Authorize` runs after authentication on every request but the health probes: it reads the request's
+attributes from its method, path and query (kube's RequestInfo: resource requests, subresources such
+as `pods/log`, `trainjobs/status`, Kueue's `pendingworkloads`, and non-resource paths such as `/version`,
+`/openapi/v2`, `/metrics`), asks the authorizer and answers a denial with kube-apiserver's 403 Status.
+
+The authorizer is an index of the RBAC objects, built from the store when first needed and again only
+after a write to Roles, ClusterRoles, their bindings or a namespace deletion (which takes a namespace's
+RoleBindings with it): such a request marks the index stale before it runs and again before its answer
+is sent, so the next request is judged by the new rules. Writes to ClusterRoles also re-run the
+aggregation controller, so an aggregated ClusterRole shows the rules it has.
+
+`MPIJOB_AUTHORIZATION_MODE=AlwaysAllow` turns authorization off (kube's `--authorization-mode`), for
+comparisons such as `bench/rbac.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import weakref
+from typing import Any
+
+from mpijob.api import Obj, rbac
+from mpijob.api.names import RBAC_GROUP
+from mpijob.api.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, ROLE_BINDINGS, ROLES
+from mpijob.server.auth import OPEN_PATHS
+from mpijob.server.http import status_response
+from mpijob.store.objects import Store
+
+log = logging.getLogger(__name__)
+
+MODE_ENV = "MPIJOB_AUTHORIZATION_MODE"
+RBAC_RESOURCES = frozenset({"roles", "clusterroles", "rolebindings", "clusterrolebindings"})
+READ_ONLY = frozenset({"get", "list", "watch"})
+
+
+def enabled() -> bool:
+    return os.environ.get(MODE_ENV, "RBAC") != "AlwaysAllow"
+
+
+class Index:
+    """The authorizer of one store, rebuilt lazily after a change to the RBAC objects."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._authorizer: rbac.Authorizer | None = None
+        self.builds = 0
+
+    def invalidate(self) -> None:
+        self._authorizer = None
+
+    def authorizer(self) -> rbac.Authorizer:
+        current = self._authorizer
+        if current is None:
+            s = self.store
+            current = rbac.Authorizer(s.list(ROLES, None)[0], s.list(CLUSTER_ROLES, None)[0],
+                                      s.list(ROLE_BINDINGS, None)[0], s.list(CLUSTER_ROLE_BINDINGS, None)[0])
+            self._authorizer = current
+            self.builds += 1
+        return current
+
+
+_INDEXES: weakref.WeakKeyDictionary[Store, Index] = weakref.WeakKeyDictionary()
+
+
+def index(store: Store) -> Index:
+    found = _INDEXES.get(store)
+    if found is None:
+        found = _INDEXES[store] = Index(store)
+    return found
+
+
+def changes_rbac(a: rbac.Attributes) -> bool:
+    """Whether a request may change what the authorizer knows."""
+    if not a.resource_request or a.verb in READ_ONLY:
+        return False
+    if a.api_group == RBAC_GROUP and a.resource in RBAC_RESOURCES:
+        return True
+    return a.api_group == "" and a.resource == "namespaces" and a.verb in ("delete", "deletecollection")
+
+
+def reconcile_aggregation(store: Store) -> None:
+    """The ClusterRole aggregation controller: write each aggregated ClusterRole's rules when they changed."""
+    roles = store.list(CLUSTER_ROLES, None)[0]
+    for name, rules in rbac.aggregate(roles).items():
+        role = next(r for r in roles if r["metadata"]["name"] == name)
+        if (role.get("rules") or []) != rules:
+            store.update(CLUSTER_ROLES, {**role, "rules": rules})
+
+
+def user_of(scope: Any) -> rbac.User:
+    user = scope.get("user")
+    if isinstance(user, rbac.User):
+        return user
+    return rbac.User(str(getattr(user, "name", "") or ""), str(getattr(user, "uid", "") or ""),
+                     tuple(getattr(user, "groups", ()) or ()))
+
+
+class Authorize:
+    """ASGI middleware, inside authentication: RBAC on every request (see the module doc)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.enabled = enabled()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or "user" not in scope:
+            await self.app(scope, receive, send)
+            return
+        attrs = rbac.request_attributes(user_of(scope), scope["method"], scope["path"],
+                                        scope.get("query_string", b"").decode("latin-1"))
+        scope["authz.attributes"] = attrs
+        cluster = getattr(scope["app"].state, "cluster", None)
+        if cluster is None:
+            await self.app(scope, receive, send)
+            return
+        idx = index(cluster.store)
+        if self.enabled:
+            decision = idx.authorizer().authorize(attrs)
+            if not decision.allowed:
+                await status_response(rbac.forbidden(attrs, decision.reason))(scope, receive, send)
+                return
+        if not changes_rbac(attrs):
+            await self.app(scope, receive, send)
+            return
+        idx.invalidate()
+        clusterroles = attrs.resource == "clusterroles"
+
+        async def send_after_change(message: Obj) -> None:
+            if message["type"] == "http.response.start":
+                if clusterroles and message.get("status", 500) < 300:
+                    reconcile_aggregation(cluster.store)
+                idx.invalidate()
+            await send(message)
+
+        await self.app(scope, receive, send_after_change)
