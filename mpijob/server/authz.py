@@ -23,7 +23,8 @@ import weakref
 from typing import Any
 
 from mpijob.api import Obj, rbac
-from mpijob.api.names import RBAC_GROUP
+from mpijob.api.errors import ApiError
+from mpijob.api.names import RBAC_GROUP, SYSTEM_MASTERS
 from mpijob.api.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, ROLE_BINDINGS, ROLES
 from mpijob.server.auth import OPEN_PATHS
 from mpijob.server.http import status_response
@@ -136,3 +137,47 @@ class Authorize:
             await send(message)
 
         await self.app(scope, receive, send_after_change)
+
+
+# -- escalation (kube's RBAC storage strategy: ConfirmNoEscalation) -----------------------------------
+
+
+def check_escalation(store: Store, scope: Any, res: Any, obj: Obj) -> None:
+    """Refuse a Role/ClusterRole or a binding that would grant rules its writer does not hold.
+
+    RBAC alone would let anyone allowed to write RoleBindings in a namespace (a project admin) bind
+    `cluster-admin` there, or write a Role with every verb: kube refuses both unless the writer
+    already holds every rule granted, or may `escalate` (roles) or `bind` (the referenced role)."""
+    if res.group != RBAC_GROUP or not enabled() or "user" not in scope:
+        return
+    user = user_of(scope)
+    authorizer = index(store).authorizer()
+    if SYSTEM_MASTERS in user.groups:
+        return
+    meta = obj.get("metadata") or {}
+    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+    def may(verb: str, resource: str, target: str) -> bool:
+        attrs = rbac.Attributes(user, verb, True, api_group=RBAC_GROUP, resource=resource, namespace=namespace,
+                                name=target)
+        return authorizer.authorize(attrs).allowed
+
+    if res.plural in ("roles", "clusterroles"):
+        if may("escalate", res.plural, name):
+            return
+        wanted = [rbac.Rule.of(r) for r in obj.get("rules") or [] if isinstance(r, dict)]
+        if obj.get("aggregationRule") is not None:  # it takes the rules of roles yet to be written
+            wanted.append(rbac.Rule(frozenset("*"), frozenset("*"), frozenset("*"), frozenset(), ("*",)))
+    else:
+        ref = obj.get("roleRef") or {}
+        kind, target = str(ref.get("kind") or ""), str(ref.get("name") or "")
+        if may("bind", "clusterroles" if kind == "ClusterRole" else "roles", target):
+            return
+        wanted = list(authorizer.rules_of(kind, target, namespace) or ())
+    missing = rbac.covers(authorizer.user_rules(user, namespace), wanted)
+    if missing:
+        groups = " ".join(f'"{g}"' for g in user.groups)
+        rules = "\n".join(rbac.describe_rule(r) for r in missing)
+        raise ApiError(403, "Forbidden", f'{res.plural}.{RBAC_GROUP} "{name}" is forbidden: user "{user.name}" '
+                       f"(groups=[{groups}]) is attempting to grant RBAC permissions not currently held:\n{rules}",
+                       name, RBAC_GROUP, res.plural)

@@ -206,6 +206,34 @@ def test_project_admin_owns_training_runtimes_and_bindings_in_one_namespace(
     forbidden(padmin.delete(f"/api/v1/namespaces/{ns}"))
 
 
+def test_no_one_grants_what_they_do_not_hold(admin: httpx.Client, new_user: Callable[..., httpx.Client]) -> None:
+    """kube's escalation check: a project admin may bind `edit` in their namespace, not `cluster-admin`,
+    and may not write a Role with rules they lack, unless allowed to `bind`/`escalate`."""
+    ns = namespace(admin)
+    padmin, member = new_user(), new_user()
+    bind(admin, padmin.user, "admin", ns)
+    body = {"metadata": {"name": uniq("b")}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                          "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "User", "name": member.user, "apiGroup": "rbac.authorization.k8s.io"}]}
+    refused = forbidden(padmin.post(f"{RBAC}/namespaces/{ns}/rolebindings", json=body))
+    assert refused["message"].startswith(f'rolebindings.rbac.authorization.k8s.io "{body["metadata"]["name"]}" is '
+                                         f'forbidden: user "{padmin.user}" (groups=["system:authenticated"]) is '
+                                         f"attempting to grant RBAC permissions not currently held:\n{{APIGroups:"), \
+        refused["message"]
+    assert admin.get(f"{RBAC}/namespaces/{ns}/rolebindings/{body['metadata']['name']}").status_code == 404
+    role = {"metadata": {"name": uniq("r")}, "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]}
+    forbidden(padmin.post(f"{RBAC}/namespaces/{ns}/roles", json=role))
+    role["rules"] = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]  # held: allowed
+    assert padmin.post(f"{RBAC}/namespaces/{ns}/roles", json=role).status_code == 201
+    # `bind` on cluster-admin, granted by someone who holds it, lifts the check for that role only
+    granter = {"metadata": {"name": uniq("binder")}, "rules": [{
+        "apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["bind"],
+        "resourceNames": ["cluster-admin"]}]}
+    assert admin.post(f"{RBAC}/clusterroles", json=granter).status_code == 201
+    bind(admin, padmin.user, granter["metadata"]["name"], ns)
+    assert padmin.post(f"{RBAC}/namespaces/{ns}/rolebindings", json=body).status_code == 201
+
+
 def test_platform_admin_manages_cluster_runtimes_and_queues(admin: httpx.Client,
                                                             new_user: Callable[..., httpx.Client]) -> None:
     platform = new_user(groups=["platform-admins"])

@@ -18,7 +18,7 @@ from mpijob.api import Obj, errors, names, tables
 from mpijob.api.kueue.conversion import from_storage, to_storage
 from mpijob.api.resources import NAMESPACES, TRAINJOBS, Resource, served_versions, storage
 from mpijob.api.selectors import parse_fields, parse_labels
-from mpijob.server import admission, bootstrap, patch
+from mpijob.server import admission, authz, bootstrap, patch
 from mpijob.server.audit import current_user
 from mpijob.server.http import (
     json_response,
@@ -170,6 +170,7 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
     _requester(request, stored, obj, None)
     obj = admission.admit(stored, _fresh(stored, obj), None)
     admission.check_references(cluster.store, stored, obj)
+    authz.check_escalation(cluster.store, request.scope, stored, obj)
     if cluster.store.try_get(stored, ns, name) is not None:
         raise errors.already_exists(res.plural, name, res.group)
     warnings = dropped + admission.warnings(stored, obj, None)
@@ -190,6 +191,7 @@ def _write(request: Request, cluster: Cluster, res: Resource, client_res: Resour
     dropped = admission.unknown_fields(client_res, new, request.query_params.get("fieldValidation"))
     _requester(request, res, new, old)
     new = admission.admit(res, new, old)
+    authz.check_escalation(cluster.store, request.scope, res, new)
     warnings = dropped + ([] if status else admission.warnings(res, new, old))
     if _dry_run(request):
         return _render(request, client_res, new, warnings=warnings)
