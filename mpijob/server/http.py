@@ -12,6 +12,7 @@ non-finite input, and for YAML whose aliases would expand past what was sent).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
 import json
@@ -100,6 +101,35 @@ def wants_table(request: Request) -> bool:
 MAX_REQUEST_BYTES = 3 * 1024 * 1024  # kube-apiserver's default --max-request-bytes
 MAX_DEPTH = 100  # nesting levels a body may have; real objects use about 20
 _EXPANSION_SLACK = 64 * 1024  # what a decoded body may add to its size in bytes (YAML aliases, see `plain`)
+
+
+class Disconnect:
+    """Notices when the client of a long stream (a watch, a followed log) has gone.
+
+    uvicorn drops what is written after a client disconnects without telling the writer, so a stream
+    that is idle would otherwise run until its timeout (30 minutes for a watch): a client that opens
+    and abandons streams could pile them up. This listens for the ASGI `http.disconnect` message (the
+    request has no body left to read) and says so through `gone`; use it as a context manager."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.gone = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def _listen(self) -> None:
+        while True:
+            message = await self.request.receive()
+            if message["type"] == "http.disconnect":
+                self.gone = True
+                return
+
+    async def __aenter__(self) -> Disconnect:
+        self._task = asyncio.create_task(self._listen())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
 
 
 def too_large(limit: int = MAX_REQUEST_BYTES) -> ApiError:

@@ -16,7 +16,7 @@ from starlette.responses import Response, StreamingResponse
 
 from mpijob.api import errors
 from mpijob.api.mpi_output import RANKS_HEADER
-from mpijob.server.http import parse_bool, parse_int
+from mpijob.server.http import Disconnect, parse_bool, parse_int
 from mpijob.server.routes.paths import Target
 from mpijob.server.state import Cluster
 
@@ -84,18 +84,22 @@ async def serve(request: Request, cluster: Cluster, t: Target) -> Response:
         data = logs.read(ns, name, container, limit_bytes=limit, **options)
         return Response(data, media_type=TEXT, headers=headers)
 
-    def done() -> bool:
-        return cluster.stopping.is_set() or _terminated(cluster.store.try_get(t.res, ns, name), container)
-
     async def chunks() -> AsyncIterator[bytes]:
         sent = 0
-        async for chunk in logs.follow(ns, name, container, done=done, **options):
-            if limit is not None:
-                chunk = chunk[: max(limit - sent, 0)]
-            if chunk:
-                sent += len(chunk)
-                yield chunk
-            if limit is not None and sent >= limit:
-                return
+        async with Disconnect(request) as client:
+            def done() -> bool:  # a client that has gone ends the stream at once, drained or not
+                return client.gone or cluster.stopping.is_set() or _terminated(
+                    cluster.store.try_get(t.res, ns, name), container)
+
+            async for chunk in logs.follow(ns, name, container, done=done, **options):
+                if client.gone:
+                    return
+                if limit is not None:
+                    chunk = chunk[: max(limit - sent, 0)]
+                if chunk:
+                    sent += len(chunk)
+                    yield chunk
+                if limit is not None and sent >= limit:
+                    return
 
     return StreamingResponse(chunks(), media_type=TEXT, headers=headers)

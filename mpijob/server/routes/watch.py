@@ -21,11 +21,11 @@ from mpijob.api.errors import ApiError
 from mpijob.api.kueue.conversion import from_storage
 from mpijob.api.resources import Resource
 from mpijob.api.selectors import Requirement
-from mpijob.server.http import JSON
+from mpijob.server.http import JSON, Disconnect
 from mpijob.server.state import Cluster
 
 DEFAULT_TIMEOUT = 1800.0
-POLL = 1.0  # how often an idle stream checks for server shutdown
+POLL = 1.0  # how often an idle stream checks for server shutdown and a client that has gone
 
 _END = object()
 
@@ -72,21 +72,22 @@ def stream(
         deadline = loop.time() + (timeout if timeout and timeout > 0 else DEFAULT_TIMEOUT)
         task = asyncio.create_task(pump())
         try:
-            while not cluster.stopping.is_set():
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    return
-                try:
-                    item = await asyncio.wait_for(queue.get(), min(remaining, POLL))
-                except asyncio.TimeoutError:
-                    continue
-                if item is _END:
-                    return
-                if isinstance(item, ApiError):
-                    yield encode("ERROR", item.to_status())
-                    return
-                kind, obj = item
-                yield encode(kind, obj)
+            async with Disconnect(request) as client:
+                while not cluster.stopping.is_set() and not client.gone:
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        return
+                    try:
+                        item = await asyncio.wait_for(queue.get(), min(remaining, POLL))
+                    except asyncio.TimeoutError:
+                        continue
+                    if item is _END:
+                        return
+                    if isinstance(item, ApiError):
+                        yield encode("ERROR", item.to_status())
+                        return
+                    kind, obj = item
+                    yield encode(kind, obj)
         finally:
             task.cancel()
 
