@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from mpijob.store import supervisor
-from mpijob.store.supervisor import ServerInfo
 from mpijob.store.home import Home
+from mpijob.store.supervisor import ServerInfo
 
 KUBECTL = "/usr/bin/kubectl"
 NO_CONTROLLERS = {"MPIJOB_NO_CONTROLLERS": "1"}

@@ -250,3 +250,16 @@ LABEL_KUEUE_ROLE = "rbac.kueue.x-k8s.io/role"
 LABEL_KUBEFLOW_AGGREGATE_TO_ADMIN = "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-admin"
 LABEL_KUBEFLOW_AGGREGATE_TO_EDIT = "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-edit"
 LABEL_KUBEFLOW_AGGREGATE_TO_VIEW = "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-view"
+
+# -- A pod's ServiceAccount (kube's ServiceAccount admission plugin, the kubelet's service env) ----
+
+SERVICE_ACCOUNT_VOLUME_PREFIX = "kube-api-access-"  # + five suffix characters: the projected volume
+SERVICE_ACCOUNT_TOKEN_PATH = "token"  # the bound token, in the projected volume
+SERVICE_ACCOUNT_NAMESPACE_PATH = "namespace"  # the pod's namespace (downward API)
+SERVICE_ACCOUNT_TOKEN_EXPIRATION = 3607  # the admission plugin's expirationSeconds
+PROJECTED_DEFAULT_MODE = 0o644  # 420, the projected volume's defaultMode as kube writes it
+ROOT_CA_CONFIGMAP = "kube-root-ca.crt"  # the ConfigMap kube's root-ca-cert-publisher puts in every namespace
+# What the kubelet puts in every container's environment for the `kubernetes` Service of `default`
+# (client-go's `rest.InClusterConfig` reads the first two).
+KUBERNETES_SERVICE_HOST = "KUBERNETES_SERVICE_HOST"
+KUBERNETES_SERVICE_PORT = "KUBERNETES_SERVICE_PORT"

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 from typing import Any
 
-from mpijob.api import names
+from mpijob.api import names, tokens
 from mpijob.api.plan import PodPlan, RunPlan
 
 
@@ -87,9 +88,72 @@ def _volumes(plan: RunPlan, pod: PodPlan) -> tuple[list[dict], list[dict]]:
     return volumes, mounts
 
 
-def render_pod(plan: RunPlan, pod: PodPlan, owner: dict) -> dict:
+def service_account_name(pod_spec: dict) -> str:
+    """The pod's ServiceAccount: `serviceAccountName` (or the deprecated `serviceAccount`), else `default`."""
+    return pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount") or names.DEFAULT_SERVICE_ACCOUNT
+
+
+def automounts(pod_spec: dict, account: dict | None) -> bool:
+    """Whether the pod gets its ServiceAccount's token, by kube's rule: the pod's
+    `automountServiceAccountToken` when set, else its ServiceAccount's, else yes."""
+    for says in (pod_spec.get("automountServiceAccountToken"), (account or {}).get("automountServiceAccountToken")):
+        if says is not None:
+            return bool(says)
+    return True
+
+
+def service_account_volume(name: str) -> dict:
+    """The projected volume kube's ServiceAccount admission adds (`kube-api-access-<5>`): the bound token,
+    the cluster CA from `kube-root-ca.crt` and the namespace, mode 0644."""
+    return {"name": name, "projected": {
+        "defaultMode": names.PROJECTED_DEFAULT_MODE,
+        "sources": [
+            {"serviceAccountToken": {"expirationSeconds": names.SERVICE_ACCOUNT_TOKEN_EXPIRATION,
+                                     "path": names.SERVICE_ACCOUNT_TOKEN_PATH}},
+            {"configMap": {"name": names.ROOT_CA_CONFIGMAP,
+                           "items": [{"key": tokens.CA_FILE, "path": tokens.CA_FILE}]}},
+            {"downwardAPI": {"items": [{"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                                        "path": names.SERVICE_ACCOUNT_NAMESPACE_PATH}]}},
+        ],
+    }}
+
+
+def _suffix(seed: str) -> str:
+    """Five of Kubernetes' suffix characters, derived from `seed` so a re-rendered pod is the same pod."""
+    digest = hashlib.sha256(seed.encode()).digest()
+    return "".join(names.SUFFIX_ALPHABET[b % len(names.SUFFIX_ALPHABET)] for b in digest[:5])
+
+
+def _mount_service_account(spec: dict, seed: str) -> None:
+    """What kube's ServiceAccount admission does to a pod that automounts: every container (init
+    containers too) without a mount of its own at the token path gets the volume, read-only."""
+    volumes = list(spec.get("volumes") or [])
+    name = next((v["name"] for v in volumes if str(v.get("name", "")).startswith(names.SERVICE_ACCOUNT_VOLUME_PREFIX)),
+                None)
+    have = name is not None
+    name = name or names.SERVICE_ACCOUNT_VOLUME_PREFIX + _suffix(seed)
+    needed = False
+    for key in ("initContainers", "containers"):
+        if not spec.get(key):
+            continue
+        containers = []
+        for c in spec[key]:
+            c = dict(c)
+            mounts = list(c.get("volumeMounts") or [])
+            if not any(m.get("mountPath") == names.SERVICE_ACCOUNT_MOUNT_PATH for m in mounts):
+                c["volumeMounts"] = [*mounts, {"mountPath": names.SERVICE_ACCOUNT_MOUNT_PATH, "name": name,
+                                               "readOnly": True}]
+                needed = True
+            containers.append(c)
+        spec[key] = containers
+    if needed and not have:
+        spec["volumes"] = [*volumes, service_account_volume(name)]
+
+
+def render_pod(plan: RunPlan, pod: PodPlan, owner: dict, account: dict | None = None) -> dict:
     """The Pod object for one planned pod: the runtime's pod spec with the plan's container, volumes and
-    names applied; `status.phase: Pending` until the runtime controller starts it."""
+    names applied, and its ServiceAccount (`account`, the stored object) as kube's admission sets it;
+    `status.phase: Pending` until the runtime controller starts it."""
     spec = copy.deepcopy(pod.pod_spec) if pod.pod_spec else {}
     containers = spec.get("containers") or [{"name": names.CONTAINER}]
     idx = next((i for i, c in enumerate(containers) if c.get("name") == names.CONTAINER), 0)
@@ -115,6 +179,9 @@ def render_pod(plan: RunPlan, pod: PodPlan, owner: dict) -> dict:
         "containers": containers,
         "volumes": _upsert_named(list(spec.get("volumes") or []), volumes),
     })
+    spec["serviceAccountName"] = spec["serviceAccount"] = service_account_name(spec)
+    if automounts(spec, account):
+        _mount_service_account(spec, f"{plan.uid}/{pod.name}")
     annotations = {**pod.annotations, names.LABEL_COMPLETION_INDEX: str(pod.pod_index)}
     meta = _metadata(pod.name, plan, owner, pod.labels)
     meta["annotations"] = annotations

@@ -105,6 +105,8 @@ RUNTIME: dict[str, Rule] = {
     f"{_POD}.securityContext.runAsUser": _h(),
     f"{_POD}.securityContext.runAsGroup": _h(),
     f"{_POD}.securityContext.fsGroup": _h(),
+    f"{_POD}.serviceAccountName": _h(),
+    f"{_POD}.automountServiceAccountToken": _h(),
     f"{_POD}.volumes": _r(VOLUMES_LATER),
     f"{_POD}.initContainers": _r(f"init containers are {_NOT_RUN} yet"),
     f"{_POD}.ephemeralContainers": _r(f"ephemeral containers are {_NOT_RUN}"),

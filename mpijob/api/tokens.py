@@ -1,7 +1,7 @@
 """ServiceAccount tokens: JWTs as kube-apiserver's token controller and TokenRequest issue them, pure.
 
-Signed with HS256 and a key only the server and the kubelet read (`$MPIJOB_HOME/tls/` +
-`SA_KEY_FILE`), with kube's claims (`iss`, `sub` = `system:serviceaccount:<ns>:<name>`, `aud`, `iat`,
+Signed with HS256 and a key only the server and the kubelet read (`Home.service_account_key`), with
+kube's claims (`iss`, `sub` = `system:serviceaccount:<ns>:<name>`, `aud`, `iat`,
 `exp`, and the private `kubernetes.io` claim naming the namespace, the ServiceAccount and its uid, and
 the pod when the token is bound to one). Nothing is stored: the server checks the signature, the expiry
 and that the ServiceAccount (and the pod) still exist with those uids, so deleting either revokes it.
@@ -19,7 +19,9 @@ from typing import Any
 
 from mpijob.api import names
 
-SA_KEY_FILE = "service-account.key"
+# The cluster CA (`$MPIJOB_HOME/tls/ca.crt`), and its name in a pod's ServiceAccount volume (the key of
+# kube's `kube-root-ca.crt` ConfigMap).
+CA_FILE = "ca.crt"
 AUDIENCE = names.SERVICE_ACCOUNT_ISSUER
 DEFAULT_SECONDS = 365 * 24 * 3600  # a pod's token outlives any job; deleting the pod or the account revokes it
 _HEADER = {"alg": "HS256", "typ": "JWT"}
@@ -54,6 +56,14 @@ def issue(key: bytes, claims: Claims, seconds: int = DEFAULT_SECONDS, now: float
     body = _b64(json.dumps(payload, separators=(",", ":"), sort_keys=True).encode())
     sig = hmac.new(key, f"{head}.{body}".encode(), hashlib.sha256).digest()
     return f"{head}.{body}.{_b64(sig)}"
+
+
+def for_pod(key: bytes, account: dict[str, Any], pod: dict[str, Any], now: float | None = None) -> str:
+    """The token the kubelet puts in a pod's ServiceAccount volume: `account`'s, bound to the stored `pod`
+    (its name and uid), so it stops working once that pod is gone."""
+    sa, meta = account["metadata"], pod["metadata"]
+    claims = Claims(sa["namespace"], sa["name"], sa.get("uid", ""), meta["name"], meta.get("uid", ""))
+    return issue(key, claims, now=now)
 
 
 def verify(key: bytes, token: str, now: float | None = None) -> Claims | None:

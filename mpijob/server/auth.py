@@ -176,21 +176,6 @@ def _legacy_admin_token(path: Path) -> str:
     return ""
 
 
-def service_account_key(home: Home) -> bytes:
-    """The key ServiceAccount tokens are signed with, made (mode 0600) on first use."""
-    path = home.tls / tokens.SA_KEY_FILE
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_bytes(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(key)
-    return key
-
-
 def service_account_identity(store: Any, key: bytes, token: str) -> User | None:
     """The identity of a valid ServiceAccount token whose account (and pod) still exist."""
     claims = tokens.verify(key, token)
@@ -215,7 +200,7 @@ class BearerAuth:
         self.app = app
         self.tokens = token_file(tokens_file)
         self._home = home
-        self._sa_key = service_account_key(home) if home is not None else None  # the kubelet signs with it too
+        self._sa_key = home.service_account_key() if home is not None else None  # the kubelet signs with it too
 
     def _lookup(self, token: str, scope: Any) -> User | None:
         user = self.tokens.lookup(token)

@@ -6,6 +6,7 @@ Two servers with different homes share nothing, so everything a server writes li
 from __future__ import annotations
 
 import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +60,27 @@ class Home:
     @property
     def kubeconfig(self) -> Path:
         return self.root / "kubeconfig"
+
+    @property
+    def service_account_key_file(self) -> Path:
+        return self.tls / "service-account.key"
+
+    def service_account_key(self) -> bytes:
+        """The secret ServiceAccount tokens are signed with (`mpijob.api.tokens`): the server verifies
+        them and the kubelet issues them, so whichever comes first makes it (32 random bytes, mode 0600)."""
+        path = self.service_account_key_file
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return path.read_bytes()
+        key = secrets.token_bytes(32)
+        with os.fdopen(fd, "wb") as f:
+            f.write(key)
+        return key
 
     @property
     def tokens(self) -> Path:

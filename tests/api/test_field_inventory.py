@@ -66,6 +66,8 @@ PROOF = {
         f"{POD}.securityContext.runAsUser": "api/test_plan.py::test_security_context_container_beats_pod",
         f"{POD}.securityContext.runAsGroup": "api/test_plan.py::test_security_context_container_beats_pod",
         f"{POD}.securityContext.fsGroup": f"{E2E}::test_the_pods_fs_group_is_a_group_of_every_rank",
+        f"{POD}.serviceAccountName": "api/test_render.py::test_a_pod_that_does_not_automount_gets_no_token_volume",
+        f"{POD}.automountServiceAccountToken": "api/test_render.py::test_automount_follows_kube_rule_pod_first_then_service_account",
         f"{CTR}.name": "api/test_validation_runtimes_core.py::test_pod_needs_named_containers",
         f"{CTR}.command": "e2e/test_upstream_runtime.py::test_deepspeed_runtime_applied_unchanged_runs_a_job",
         f"{CTR}.args": "api/test_plan.py::test_fields_go_where_trainer_puts_them",

@@ -5,8 +5,11 @@ generated key pair checked with the real OpenSSH `ssh-keygen`."""
 from __future__ import annotations
 
 import base64
+import copy
+import dataclasses
 import json
 import os
+import re
 import subprocess
 
 import jsonschema
@@ -14,7 +17,14 @@ import pytest
 from kubernetes.client import ApiClient
 
 from mpijob.api.plan import generate_ssh_keypair, resolve
-from mpijob.api.render import owner_reference, render_hostfile_configmap, render_pod, render_secret
+from mpijob.api.render import (
+    automounts,
+    owner_reference,
+    render_hostfile_configmap,
+    render_pod,
+    render_secret,
+    service_account_name,
+)
 from mpijob.api.runtimes import bundled
 from mpijob.api.schema import _simplify, strip_nulls
 
@@ -91,7 +101,9 @@ def test_launcher_pod(job):
     assert c.name == "node" and c.command == ["mpirun", "hostname"] and c.security_context.run_as_user == 1000
     assert {e.name: e.value for e in c.env}["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"
     mounts = {m.name: m.mount_path for m in c.volume_mounts}
-    assert mounts == {"mpi-ssh-auth": "/home/mpiuser/.ssh", "mpi-hostfile": "/etc/mpi"}
+    token = next(n for n in mounts if n.startswith("kube-api-access-"))
+    assert mounts == {"mpi-ssh-auth": "/home/mpiuser/.ssh", "mpi-hostfile": "/etc/mpi",
+                      token: "/var/run/secrets/kubernetes.io/serviceaccount"}
     volumes = {v.name: v for v in v1.spec.volumes}
     assert volumes["mpi-hostfile"].config_map.name == "pi-mpi-hostfile"
     assert [(i.key, i.path, i.mode) for i in volumes["mpi-hostfile"].config_map.items] == [
@@ -109,7 +121,8 @@ def test_node_pod(job):
     v1 = k8s(pod, "V1Pod")
     (c,) = v1.spec.containers
     assert c.command == ["/usr/sbin/sshd"] and c.readiness_probe.tcp_socket.port == 2222
-    assert [m.name for m in c.volume_mounts] == ["mpi-ssh-auth"]  # no hostfile on nodes
+    assert [m.name for m in c.volume_mounts][:1] == ["mpi-ssh-auth"]  # no hostfile on nodes
+    assert [m.name for m in c.volume_mounts][1].startswith("kube-api-access-")
     assert v1.spec.hostname == "pi-node-0-1"
     assert {e.name: e.value for e in c.env}["JOB_COMPLETION_INDEX"] == "1"
     assert v1.metadata.labels["batch.kubernetes.io/job-completion-index"] == "1"
@@ -139,3 +152,75 @@ def test_keypair_is_ecdsa_p521_readable_by_openssh(keypair, tmp_path):
                                  check=True).stdout
     assert fingerprint.startswith("521 ") and "(ECDSA)" in fingerprint
     assert generate_ssh_keypair()[1] != public  # fresh per call
+
+
+SA_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def _token_volumes(pod: dict) -> list[dict]:
+    return [v for v in pod["spec"]["volumes"] if v["name"].startswith("kube-api-access-")]
+
+
+def test_every_pod_mounts_its_service_account_token_as_kube_admission_does(job):
+    """The projected volume kube's ServiceAccount admission adds, word for word (`kubectl get pod -o
+    yaml` on a cluster shows the same), mounted read-only in every container; the name's suffix is
+    Kubernetes' alphabet and stable across renders."""
+    _, plan, owner = job
+    for planned in plan.pods:
+        pod = render_pod(plan, planned, owner, {"metadata": {"name": "default", "namespace": "default"}})
+        assert_strict(pod, "IoK8sApiCoreV1Pod")
+        assert pod["spec"]["serviceAccountName"] == pod["spec"]["serviceAccount"] == "default"
+        (volume,) = _token_volumes(pod)
+        assert re.fullmatch(r"kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}", volume["name"])
+        assert volume["projected"] == {
+            "defaultMode": 420,
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                                            "path": "namespace"}]}},
+            ],
+        }
+        for c in pod["spec"]["containers"]:
+            assert {"mountPath": SA_PATH, "name": volume["name"], "readOnly": True} in c["volumeMounts"]
+        assert render_pod(plan, planned, owner) == pod  # the same name every time
+        v1 = k8s(pod, "V1Pod")
+        assert v1.spec.service_account_name == "default"
+        assert {v.name for v in v1.spec.volumes if v.projected} == {volume["name"]}
+    names = {_token_volumes(render_pod(plan, p, owner))[0]["name"] for p in plan.pods}
+    assert len(names) == len(plan.pods)
+
+
+def test_automount_follows_kube_rule_pod_first_then_service_account():
+    assert automounts({}, None) and automounts({}, {"metadata": {}})
+    assert not automounts({}, {"automountServiceAccountToken": False})
+    assert automounts({"automountServiceAccountToken": True}, {"automountServiceAccountToken": False})
+    assert not automounts({"automountServiceAccountToken": False}, {"automountServiceAccountToken": True})
+    assert service_account_name({}) == "default"
+    assert service_account_name({"serviceAccountName": "trainer"}) == "trainer"
+    assert service_account_name({"serviceAccount": "old"}) == "old"
+
+
+def test_a_pod_that_does_not_automount_gets_no_token_volume(make_trainjob):
+    runtime = copy.deepcopy(bundled()[0])
+    for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        rjob["template"]["spec"]["template"]["spec"]["serviceAccountName"] = "trainer"
+    tj = make_trainjob(numNodes=1)
+    plan = resolve(tj, runtime)
+    owner = owner_reference(tj)
+    pod = render_pod(plan, plan.pods[-1], owner, {"automountServiceAccountToken": False})
+    assert pod["spec"]["serviceAccountName"] == "trainer" and not _token_volumes(pod)
+    assert all(m["mountPath"] != SA_PATH for c in pod["spec"]["containers"] for m in c["volumeMounts"])
+    assert _token_volumes(render_pod(plan, plan.pods[-1], owner, {}))
+
+
+def test_a_container_that_mounts_the_path_itself_is_left_alone(job):
+    """kube skips a container with its own mount at the token path, and adds no volume if none needs it."""
+    _, plan, owner = job
+    planned = plan.pods[-1]
+    spec = copy.deepcopy(planned.pod_spec)
+    spec["containers"][0]["volumeMounts"] = [{"name": "mine", "mountPath": SA_PATH}]
+    pod = render_pod(plan, dataclasses.replace(planned, pod_spec=spec), owner)
+    assert not _token_volumes(pod)
+    assert [m for m in pod["spec"]["containers"][0]["volumeMounts"] if m["mountPath"] == SA_PATH] == [
+        {"name": "mine", "mountPath": SA_PATH}]

@@ -20,8 +20,8 @@ from cli_support import MPIJOB_BIN, Invoke, example, write_job
 from mpijob.cli.exitcodes import Exit
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection
-from mpijob.client.logs import stamp_ns
 from mpijob.client.kueue import queue_position
+from mpijob.client.logs import stamp_ns
 from mpijob.client.wait import job_state
 
 STAMPED = re.compile(r"^\[(?P<pod>[^\]]+)\] (?P<stamp>\S+) (?P<text>.*)$")

@@ -22,7 +22,6 @@ from mpijob.client.errors import InvalidArgument
 from mpijob.client.kubeconfig import Credentials, load, load_client_certificate
 from mpijob.store.supervisor import ServerInfo
 
-
 KUBECTL = "/usr/bin/kubectl"
 
 

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from mpijob.api import tokens
+from mpijob.store.home import Home
 
 USERS = "/apis/mpijob.io/v1alpha1/users"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
@@ -342,7 +343,7 @@ def test_service_account_tokens_authenticate_and_get_nothing_by_default(
         admin: httpx.Client, server: Any, connect: Callable[..., httpx.Client]) -> None:
     ns = namespace(admin)
     sa = admin.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default").json()
-    key = (server.home / "tls" / tokens.SA_KEY_FILE).read_bytes()
+    key = Home(server.home).service_account_key_file.read_bytes()
     token = tokens.issue(key, tokens.Claims(ns, "default", sa["metadata"]["uid"]))
     with connect(token=token) as robot:
         who = robot.post(WHOAMI, json={}).json()["status"]["userInfo"]

@@ -5,14 +5,19 @@ Two modes, chosen once per server (`mpijob server status` shows which):
 * `namespace` (root, and `unshare` works): each pod is a private mount + PID + UTS namespace. Inside it
   the pod sees, like a container, its own empty `/run` (with sshd's `/run/sshd`) and `/dev/shm`, its
   own `/etc/hosts` (Trainer's host names → the job's loopback addresses), `/etc/passwd` with the job
-  user, `/etc/ssh/ssh_config`, `/etc/mpi/hostfile` (launcher), the job key at `sshAuthMountPath` and a
-  private writable home, then drops to `runAsUser`. PID 1 of the namespace is
-  the pod; killing it (or the server dying: `--pdeathsig`/`--kill-child`) takes every process of the pod
-  with it, including ranks and `orted`s started through its sshd.
+  user, `/etc/ssh/ssh_config`, `/etc/mpi/hostfile` (launcher), the job key at `sshAuthMountPath`, its
+  ServiceAccount's token, namespace and the cluster CA at `/var/run/secrets/kubernetes.io/serviceaccount`
+  (unless it does not automount them) and a private writable home, then drops to `runAsUser`. PID 1 of
+  the namespace is the pod; killing it (or the server dying: `--pdeathsig`/`--kill-child`) takes every
+  process of the pod with it, including ranks and `orted`s started through its sshd.
 * `process` (unprivileged fallback): plain process groups running as the server's user. Files stay in
   the job directory; Open MPI is pointed at them through its environment (the hostfile variable, an
   `ssh -F` agent), and the launcher runs an sshd too when it is a host. Programs that hard-code
-  `/etc/mpi/hostfile` need the namespace mode.
+  `/etc/mpi/hostfile` need the namespace mode. The ServiceAccount files are in the pod's directory,
+  `$HOME/../serviceaccount/` of its container, not at kube's path (which the host would share).
+
+Both modes give every process of a pod kube's `KUBERNETES_SERVICE_HOST`/`_PORT` variables (and their
+docker-link twins), pointing at the local server, so `rest.InClusterConfig` works in a pod.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpijob.api import names, tokens
 from mpijob.api.plan import PodPlan, RunPlan
 
 NAMESPACE, PROCESS = "namespace", "process"
@@ -53,6 +59,26 @@ LOCAL_MCA = {
 # Open MPI busy-polls while a rank waits; when a job's ranks outnumber its cores that starves the rank
 # being waited for (mpi4py's ringtest: 26 s instead of 0.15 s). Added then, unless trainer.env sets it.
 YIELD_WHEN_IDLE = "OMPI_MCA_mpi_yield_when_idle"
+SERVICE_ACCOUNT_DIR = "serviceaccount"  # in the pod's directory: what is mounted at kube's token path
+
+
+@dataclass(frozen=True)
+class ServiceAccountFiles:
+    """What the kubelet writes into a pod's projected ServiceAccount volume."""
+
+    token: str  # bound to the pod (`tokens.for_pod`)
+    namespace: str
+    ca: bytes  # the cluster CA, PEM
+
+
+def kubernetes_env(host: str, port: int) -> dict[str, str]:
+    """The variables the kubelet gives every container for the `kubernetes` Service of `default` (its
+    port is named `https`), here the local server's address."""
+    tcp = f"tcp://{host}:{port}"
+    prefix = f"KUBERNETES_PORT_{port}_TCP"
+    return {names.KUBERNETES_SERVICE_HOST: host, names.KUBERNETES_SERVICE_PORT: str(port),
+            "KUBERNETES_SERVICE_PORT_HTTPS": str(port), "KUBERNETES_PORT": tcp, prefix: tcp,
+            f"{prefix}_PROTO": "tcp", f"{prefix}_PORT": str(port), f"{prefix}_ADDR": host}
 
 
 def detect_mode() -> str:
@@ -139,6 +165,27 @@ class JobFiles:
 
     def pod_dir(self, pod: PodPlan) -> Path:
         return self.root / "pods" / pod.hostname
+
+    def service_account_dir(self, pod: PodPlan) -> Path:
+        """The pod's ServiceAccount volume: mounted at kube's path in namespace mode, read where it is in
+        process mode."""
+        return self.pod_dir(pod) / SERVICE_ACCOUNT_DIR
+
+    def write_service_account(self, pod: PodPlan, user: User, files: ServiceAccountFiles | None) -> None:
+        """Write (or, for a pod that does not automount its token, remove) the pod's ServiceAccount volume:
+        `token` 0600 owned by the pod's user (pods share this machine, so kube's 0644 would show every
+        pod's token to every local user), `namespace` and `ca.crt` 0644, the directory 0755."""
+        d = self.service_account_dir(pod)
+        if files is None:
+            shutil.rmtree(d, ignore_errors=True)
+            return
+        d.mkdir(parents=True, exist_ok=True)
+        os.chmod(d, 0o755)
+        token = d / names.SERVICE_ACCOUNT_TOKEN_PATH
+        _write(token, files.token, 0o600)
+        os.chown(token, user.uid, user.gid)
+        _write(d / names.SERVICE_ACCOUNT_NAMESPACE_PATH, files.namespace, 0o644)
+        _write(d / tokens.CA_FILE, files.ca.decode(), 0o644)
 
     def write(self, plan: RunPlan, private_pem: str, public_line: str, ips: dict[str, str], user: User) -> None:
         """Write everything the job's pods need; idempotent."""
@@ -247,6 +294,8 @@ class JobFiles:
         ]
         if pod.is_launcher:
             mounts.append(("bind", self.hostfile.parent, "/etc/mpi"))
+        if self.service_account_dir(pod).is_dir():  # under /var/run, which is /run: made in the pod's own /run
+            mounts.append(("bind", self.service_account_dir(pod), names.SERVICE_ACCOUNT_MOUNT_PATH))
         # The shell stays PID 1 and runs the container command as its child: it exits with the
         # command's status (128 + signal when killed), which util-linux's `unshare --fork` would
         # otherwise turn into a bare 1 for a child killed by a signal.
@@ -264,7 +313,7 @@ class JobFiles:
                           f"mount --bind {shlex.quote(str(d / 'resolv.conf'))} {real}")
         for _, src, dst in mounts:
             script.append(f"mkdir -p {shlex.quote(dst)} 2>/dev/null || true")
-            flag = "--bind -o ro" if dst in ("/etc/mpi",) else "--bind"
+            flag = "--bind -o ro" if dst in ("/etc/mpi", names.SERVICE_ACCOUNT_MOUNT_PATH) else "--bind"
             script.append(f"mount {flag} {shlex.quote(str(src))} {shlex.quote(dst)}")
         script += self._reachable(user)
         script.append(f"hostname {shlex.quote(pod.hostname)}")

@@ -26,6 +26,7 @@ from mpijob.controllers.kubelet.sandbox import (
     JobFiles,
     User,
     job_user,
+    kubernetes_env,
     pod_path,
 )
 from mpijob.controllers.trainer import deadline
@@ -117,13 +118,14 @@ class JobRunner:
     def __init__(
         self, store: Store, logs: LogStore, files: JobFiles, plan: RunPlan, ips: dict[str, str], cluster_id: str,
         gpus: dict[str, list[int]] | None = None, cores: dict[str, list[int]] | None = None,
-        yield_when_idle: bool = False,
+        yield_when_idle: bool = False, api_server: tuple[str, int] | None = None,
     ) -> None:
         self.store, self.logs, self.files, self.plan, self.ips = store, logs, files, plan, ips
         self.cluster_id = cluster_id
         self.gpus = gpus or {}  # pod name → its GPU indices (disjoint across running pods)
         self.cores = cores or {}  # pod name → its CPU cores, when it asked for whole CPUs and they fit
         self.local_mca = {**LOCAL_MCA, **({YIELD_WHEN_IDLE: "1"} if yield_when_idle else {})}
+        self.service_env = kubernetes_env(*api_server) if api_server else {}  # where the API server is
         self.mode = files.mode
         self.procs: dict[Proc, pods.PodProcess] = {}
         self.exits: dict[Proc, pods.Exit] = {}
@@ -142,10 +144,11 @@ class JobRunner:
 
     def _env(self, pod: PodPlan, user: User, own: Iterable[Obj], identity: dict[str, str]) -> dict[str, str]:
         """The environment every process of a pod starts with, its container and its sshd sessions alike:
-        PATH, who and where it is (`identity`), the local MCA settings, the cluster marker, the pod's GPUs,
-        root's allowance to run Open MPI, and last the job's own variables (`own`), which win."""
-        env = {"PATH": pod_path(), **identity, **self.local_mca, "MPIJOB_CLUSTER": self.cluster_id,
-               **self._devices(pod)}
+        PATH, who and where it is (`identity`), the API server's Service variables, the local MCA settings,
+        the cluster marker, the pod's GPUs, root's allowance to run Open MPI, and last the job's own
+        variables (`own`), which win (as a container's env wins over the kubelet's Service variables)."""
+        env = {"PATH": pod_path(), **identity, **self.service_env, **self.local_mca,
+               "MPIJOB_CLUSTER": self.cluster_id, **self._devices(pod)}
         if user.uid == 0:
             env |= ROOT_ALLOWANCE
         return env | _values(own)

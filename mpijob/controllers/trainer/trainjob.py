@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 import time
 from collections.abc import Callable
+from urllib.parse import urlparse
 
-from mpijob.api import Obj, names, render
+from mpijob.api import Obj, names, render, tokens
 from mpijob.api.errors import ApiError
 from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, DEFAULT_LOCAL_QUEUE, workload_name
 from mpijob.api.plan import RunPlan, generate_ssh_keypair, gpu_count, resolve
@@ -20,6 +22,7 @@ from mpijob.api.resources import (
     LOCAL_QUEUES,
     PODS,
     SECRETS,
+    SERVICE_ACCOUNTS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
     WORKLOADS,
@@ -28,7 +31,7 @@ from mpijob.api.selectors import parse_labels
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
 from mpijob.controllers.kubelet.addresses import AddressPool, CorePool, DevicePool, crowding
-from mpijob.controllers.kubelet.sandbox import SSH_PORT, YIELD_WHEN_IDLE, JobFiles, job_user
+from mpijob.controllers.kubelet.sandbox import SSH_PORT, YIELD_WHEN_IDLE, JobFiles, ServiceAccountFiles, job_user
 from mpijob.controllers.kueue.workloads import render_workload
 from mpijob.controllers.trainer import deadline
 from mpijob.controllers.trainer.runner import JobRunner, Outcome, Stop, Then
@@ -47,6 +50,16 @@ def whole_cpus(resources: dict) -> int:
         return 0
     amount = parse_quantity(value)
     return int(amount) if amount == int(amount) else 0
+
+
+def api_server(home: Home) -> tuple[str, int] | None:
+    """The local server's address (host, port), from the kubeconfig it writes before its controllers
+    start; None without one (no server, as in a controller's unit test)."""
+    try:
+        url = urlparse(json.loads(home.kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+        return (url.hostname, url.port or 443) if url.hostname else None
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
 
 
 def job_pods(store: Store, namespace: str, job: str) -> list[Obj]:
@@ -108,10 +121,13 @@ class TrainJobController:
         wl = self._sync_workload(tj, plan, owner)
         if wl is None or not cond.is_true(wl, names.ADMITTED):
             return
+        accounts = self._service_accounts(tj, plan)
+        if accounts is None:
+            return
         private_pem, public_line = self._ensure_secret(plan, owner)
         self.store.ensure(CONFIGMAPS, render.render_hostfile_configmap(plan, owner))
-        for pod in plan.pods:
-            self.store.ensure(PODS, render.render_pod(plan, pod, owner))
+        stored = {pod.name: self.store.ensure(PODS, render.render_pod(plan, pod, owner, accounts[pod.name]))
+                  for pod in plan.pods}
         events.record(self.store, tj, "CreatedPods", f"Created {len(plan.pods)} pods for {plan.num_nodes} node(s): "
                       + ", ".join(p.name for p in plan.pods))
         files = self.files(tj)
@@ -120,10 +136,42 @@ class TrainJobController:
         cores = {p.name: self.cores.take(whole_cpus(p.resources)) for p in plan.pods}
         launcher = next(p for p in plan.pods if p.is_launcher)
         files.write(plan, private_pem, public_line, ips, job_user(plan, launcher, self.mode))
+        self._write_service_accounts(files, plan, accounts, stored)
         crowded = self._crowded(tj, plan, cores)
-        runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus, cores, crowded)
+        runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus, cores, crowded,
+                           api_server(self.home))
         self.runners[uid] = (runner, asyncio.create_task(self._run(tj, plan, runner)))
         self._watch_deadline(tj, wl)
+
+    def _service_accounts(self, tj: Obj, plan: RunPlan) -> dict[str, Obj] | None:
+        """pod name → its ServiceAccount; None, and the job failed, when one does not exist: kube's
+        ServiceAccount admission refuses such a pod, so none of the job's pods could be created."""
+        accounts = {}
+        for pod in plan.pods:
+            name = render.service_account_name(pod.pod_spec)
+            account = self.store.try_get(SERVICE_ACCOUNTS, plan.namespace, name)
+            if account is None:
+                self.finish(tj, Outcome(False, names.REASON_FAILED_JOBS, (
+                    f"pod {pod.name} cannot be created: error looking up service account "
+                    f'{plan.namespace}/{name}: serviceaccount "{name}" not found')))
+                return None
+            accounts[pod.name] = account
+        return accounts
+
+    def _write_service_accounts(self, files: JobFiles, plan: RunPlan, accounts: dict[str, Obj],
+                                stored: dict[str, Obj]) -> None:
+        """As the kubelet fills each pod's projected ServiceAccount volume: a token bound to the stored pod,
+        its namespace and the cluster CA; nothing for a pod that does not automount its token."""
+        key = self.home.service_account_key()
+        try:
+            ca = (self.home.tls / tokens.CA_FILE).read_bytes()
+        except FileNotFoundError:
+            ca = b""
+        for pod in plan.pods:
+            account, obj = accounts[pod.name], stored[pod.name]
+            mounted = render.automounts(obj.get("spec") or {}, account)
+            wanted = ServiceAccountFiles(tokens.for_pod(key, account, obj), plan.namespace, ca) if mounted else None
+            files.write_service_account(pod, job_user(plan, pod, self.mode), wanted)
 
     def _crowded(self, tj: Obj, plan: RunPlan, cores: dict[str, list[int]]) -> bool:
         """Whether the job's ranks outnumber their cores, so they must yield when idle (said in an Event;
