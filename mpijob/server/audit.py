@@ -4,7 +4,7 @@ answers every request with its `Audit-Id` header, as kube-apiserver does.
 
 It runs outside authentication and authorization (it is the outermost middleware `create_app` adds),
 so it sees a 401 that never reached a handler, and, once the inner layers ran, the user authentication
-put in `scope["user"]`. The verb and `objectRef` are kube's RequestInfo (`routes.paths.parse`).
+put in `scope["user"]`. The verb and `objectRef` are kube's RequestInfo (`api.rbac.request_attributes`).
 The Event never holds a body or a header: a Secret's data and a bearer token cannot reach the log.
 A response body is looked at only to learn a created object's name and a refusal's reason (and, for
 a 401/403, its message), never written.
@@ -22,9 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from mpijob.api import names
-from mpijob.api.errors import ApiError
-from mpijob.server.routes.paths import Discovery, parse
+from mpijob.api import names, rbac
 from mpijob.store import audit
 
 ANNOTATIONS_KEY = "audit_annotations"  # scope key: dict of annotations inner layers add to the Event
@@ -55,60 +53,13 @@ def current_user(scope: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
     return str(name or ""), str(uid or ""), tuple(str(g) for g in groups or ())
 
 
-def request_info(method: str, path: str, query: dict[str, str]) -> tuple[str, audit.ObjectRef | None]:
-    """kube's RequestInfo: the verb and, for a resource request, the object reference. A URL that
-    names no resource is a non-resource request: the verb is the lower-cased method, as in kube."""
-    target = None
-    for prefix in ("api", "apis"):
-        if path == f"/{prefix}" or path.startswith(f"/{prefix}/"):
-            try:
-                target = parse(prefix, path[len(prefix) + 2:])
-            except ApiError:
-                return _unknown_resource(method, path, query)
-            break
-    if target is None or isinstance(target, Discovery):
-        return method.lower(), None
-    res = target.res
-    namespace = target.namespace or ""
-    if res.plural == "namespaces" and target.name:
-        namespace = target.name  # kube's RequestInfo: a namespace's own namespace is its name
-    ref = audit.ObjectRef(res.plural, namespace, target.name or "", res.group, res.version, target.subresource or "")
-    return _verb(method, bool(target.name), query), ref
-
-
-def _verb(method: str, named: bool, query: dict[str, str]) -> str:
-    if method == "GET":
-        if named:
-            return "get"
-        return "watch" if query.get("watch", "").lower() in ("1", "true") else "list"
-    return {"POST": "create", "PUT": "update", "PATCH": "patch",
-            "DELETE": "delete" if named else "deletecollection"}.get(method, method.lower())
-
-
-def _unknown_resource(method: str, path: str, query: dict[str, str]) -> tuple[str, audit.ObjectRef | None]:
-    """A resource URL of a resource not served here: still kube's verb and what the URL names."""
-    parts = [p for p in path.split("/") if p]
-    if parts[0] == "api":
-        group, rest = "", parts[1:]
-    else:
-        group, rest = parts[1] if len(parts) > 1 else "", parts[2:]
-    version, rest = (rest[0], rest[1:]) if rest else ("", [])
-    namespace = ""
-    if len(rest) > 1 and rest[0] == "namespaces":
-        namespace = rest[1]
-        if len(rest) > 2:
-            rest = rest[2:]
-    if not rest:
-        return method.lower(), None
-    name = rest[1] if len(rest) > 1 else ""
-    ref = audit.ObjectRef(rest[0], namespace, name, group, version, rest[2] if len(rest) > 2 else "")
-    return _verb(method, bool(name), query), ref
-
-
-def _query(scope: dict[str, Any]) -> dict[str, str]:
-    from urllib.parse import parse_qsl
-
-    return dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+def request_info(method: str, path: str, query: str = "") -> tuple[str, audit.ObjectRef | None]:
+    """The verb and, for a resource request, the object reference: kube's RequestInfo, read the one
+    way the authorizer reads it (`rbac.request_attributes`), so what is audited is what was judged."""
+    a = rbac.request_attributes(rbac.User(""), method, path, query)
+    if not a.resource_request:
+        return a.verb, None
+    return a.verb, audit.ObjectRef(a.resource, a.namespace, a.name, a.api_group, a.api_version, a.subresource)
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str:
@@ -173,8 +124,7 @@ class AuditMiddleware:
     def _write(self, scope: dict[str, Any], audit_id: str, received: str, code: int, stage: str,
                body: bytes) -> None:
         method, path = scope["method"], scope.get("path", "")
-        query = _query(scope)
-        verb, ref = request_info(method, path, query)
+        verb, ref = request_info(method, path, scope.get("query_string", b"").decode("latin-1"))
         reason = message = ""
         returned = _json(body)
         if code >= 400:

@@ -264,19 +264,19 @@ def test_other_kinds_keep_a_requester_annotation_as_sent(server, connect) -> Non
 
 
 @pytest.mark.parametrize(("method", "path", "query", "verb", "ref"), [
-    ("GET", "/api/v1/namespaces/ns/pods", {}, "list", ("pods", "ns", "", "", "v1", "")),
-    ("GET", "/api/v1/pods", {"watch": "true"}, "watch", ("pods", "", "", "", "v1", "")),
-    ("GET", "/api/v1/namespaces/ns/pods/p/log", {}, "get", ("pods", "ns", "p", "", "v1", "log")),
-    ("POST", f"{TRAINER}/namespaces/ns/trainjobs", {}, "create",
+    ("GET", "/api/v1/namespaces/ns/pods", "", "list", ("pods", "ns", "", "", "v1", "")),
+    ("GET", "/api/v1/pods", "watch=true", "watch", ("pods", "", "", "", "v1", "")),
+    ("GET", "/api/v1/namespaces/ns/pods/p/log", "", "get", ("pods", "ns", "p", "", "v1", "log")),
+    ("POST", f"{TRAINER}/namespaces/ns/trainjobs", "", "create",
      ("trainjobs", "ns", "", "trainer.kubeflow.org", "v1alpha1", "")),
-    ("PUT", f"{TRAINER}/namespaces/ns/trainjobs/j/status", {}, "update",
+    ("PUT", f"{TRAINER}/namespaces/ns/trainjobs/j/status", "", "update",
      ("trainjobs", "ns", "j", "trainer.kubeflow.org", "v1alpha1", "status")),
-    ("PATCH", "/api/v1/namespaces/ns/configmaps/c", {}, "patch", ("configmaps", "ns", "c", "", "v1", "")),
-    ("DELETE", "/api/v1/namespaces/ns/configmaps", {}, "deletecollection", ("configmaps", "ns", "", "", "v1", "")),
-    ("DELETE", "/api/v1/namespaces/team-a", {}, "delete", ("namespaces", "team-a", "team-a", "", "v1", "")),
-    ("POST", "/apis/example.com/v1/namespaces/ns/widgets", {}, "create",
+    ("PATCH", "/api/v1/namespaces/ns/configmaps/c", "", "patch", ("configmaps", "ns", "c", "", "v1", "")),
+    ("DELETE", "/api/v1/namespaces/ns/configmaps", "", "deletecollection", ("configmaps", "ns", "", "", "v1", "")),
+    ("DELETE", "/api/v1/namespaces/team-a", "", "delete", ("namespaces", "team-a", "team-a", "", "v1", "")),
+    ("POST", "/apis/example.com/v1/namespaces/ns/widgets", "", "create",
      ("widgets", "ns", "", "example.com", "v1", "")),
-    ("GET", "/apis/example.com/v1/widgets/w", {}, "get", ("widgets", "", "w", "example.com", "v1", "")),
+    ("GET", "/apis/example.com/v1/widgets/w", "", "get", ("widgets", "", "w", "example.com", "v1", "")),
 ])
 def test_request_info_is_kubes(method, path, query, verb, ref) -> None:  # type: ignore[no-untyped-def]
     got_verb, got_ref = request_info(method, path, query)
@@ -287,7 +287,7 @@ def test_request_info_is_kubes(method, path, query, verb, ref) -> None:  # type:
 @pytest.mark.parametrize(("method", "path"), [("GET", "/version"), ("POST", "/healthz"), ("GET", "/apis"),
                                               ("GET", "/apis/trainer.kubeflow.org/v1alpha1"), ("GET", "/api")])
 def test_non_resource_requests_have_the_methods_verb_and_no_objectref(method, path) -> None:  # type: ignore[no-untyped-def]
-    assert request_info(method, path, {}) == (method.lower(), None)
+    assert request_info(method, path) == (method.lower(), None)
 
 
 def _call(app: Any, method: str, path: str, scope_extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
