@@ -23,6 +23,8 @@ from types import ModuleType
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling tools module, however this is loaded
+from committed import write_or_check  # noqa: E402
 DOCS = REPO / "docs"
 WIDTH = 100  # the terminal width every usage line is rendered at
 COMMAND = ".venv/bin/python tools/gen_docs.py"
@@ -279,31 +281,9 @@ def render_all() -> dict[Path, str]:
     return {DOCS / "cli.md": render_cli(), DOCS / "sdk.md": render_sdk()}
 
 
-def stale(rendered: dict[Path, str]) -> list[Path]:
-    """The files whose committed text differs from `rendered` (or that do not exist)."""
-    return [p for p, text in rendered.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
-
-
-def _shown(path: Path) -> str:
-    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
-
-
 def main(argv: list[str]) -> int:
     """Write the docs (no arguments) or, with `--check`, report stale ones: 0 current, 1 stale, 2 usage."""
-    if argv not in ([], ["--check"]):
-        print(f"usage: {COMMAND} [--check]", file=sys.stderr)
-        return 2
-    rendered = render_all()
-    if argv == ["--check"]:
-        old = stale(rendered)
-        for path in old:
-            print(f"{_shown(path)} is stale: run {COMMAND}", file=sys.stderr)
-        return 1 if old else 0
-    for path, text in rendered.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {_shown(path)}")
-    return 0
+    return write_or_check(render_all() if argv in ([], ["--check"]) else {}, argv, COMMAND)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling tools module, however this is loaded
+from committed import write_or_check  # noqa: E402
 UPSTREAM = Path(os.environ.get("MPIJOB_UPSTREAM") or REPO.parent / "shared" / "upstream") / "kueue"
 OUTPUT = REPO / "mpijob" / "server" / "openapi" / "kueue_schemas.json"
 RBAC_OUTPUT = REPO / "mpijob" / "server" / "openapi" / "rbac_schemas.json"
@@ -249,24 +251,12 @@ def render_rbac() -> str:
 
 def main(argv: list[str]) -> int:
     """Write the file (no arguments) or, with `--check`, report whether it is current: 0 yes, 1 no, 2 usage."""
-    if argv not in ([], ["--check"]):
-        print(f"usage: {COMMAND} [--check]", file=sys.stderr)
-        return 2
-    if not UPSTREAM.is_dir():
+    known = argv in ([], ["--check"])
+    if known and not UPSTREAM.is_dir():
         print(f"{UPSTREAM} not found: the upstream CRDs live in the shared folder beside the repository",
               file=sys.stderr)
         return 2
-    outputs = ((OUTPUT, render()), (RBAC_OUTPUT, render_rbac()))
-    if argv == ["--check"]:
-        stale = [path for path, text in outputs if not path.is_file() or path.read_text(encoding="utf-8") != text]
-        for path in stale:
-            print(f"{path.relative_to(REPO)} is stale: run {COMMAND}", file=sys.stderr)
-        return 1 if stale else 0
-    for path, text in outputs:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path.relative_to(REPO)} ({len(text.encode())} bytes)")
-    return 0
+    return write_or_check({OUTPUT: render(), RBAC_OUTPUT: render_rbac()} if known else {}, argv, COMMAND)
 
 
 if __name__ == "__main__":
