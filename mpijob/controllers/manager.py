@@ -16,8 +16,8 @@ from mpijob.api import Obj, names
 from mpijob.api.quantity import parse_quantity
 from mpijob.api.resources import TRAINJOBS
 from mpijob.controllers import conditions as cond
-from mpijob.controllers.kubelet import capacity, gc, pods
-from mpijob.controllers.kubelet.sandbox import check_mode, detect_mode
+from mpijob.controllers.kubelet import capacity, gc, network, pods
+from mpijob.controllers.kubelet.sandbox import NAMESPACE, check_mode, detect_mode
 from mpijob.controllers.kueue.queueing import Queueing
 from mpijob.controllers.quota import QuotaStatus
 from mpijob.controllers.trainer.runner import Outcome, Stop
@@ -50,6 +50,8 @@ class Manager:
         killed = gc.kill_leftovers(self.cluster_id)
         if killed:
             log.warning("killed %d processes left by a previous server", killed)
+        if self.sandbox_mode == NAMESPACE and (networks := network.remove_leftovers(self.cluster_id)):
+            log.warning("removed %d job networks left by a previous server", networks)
         self._recover()
         gc.sweep_orphans(self.store, self.logs, self.home)
         self.queueing.ensure_defaults(self.capacity)

@@ -8,6 +8,7 @@ elsewhere keep working); the serving certificate is renewed when it is missing o
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +18,17 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from mpijob.controllers.kubelet.network import SERVICE_IP
 from mpijob.store.home import Home
 
 CA_DAYS = 3650
 SERVING_DAYS = 365
 RENEW_BEFORE = dt.timedelta(days=30)
+# What the serving certificate names, as kube-apiserver's does: this machine, and the `kubernetes` Service
+# (its ClusterIP and DNS names), which pods reach in their own network (controllers/kubelet/network.py).
+SAN_DNS = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+           "kubernetes.default.svc.cluster.local")
+SAN_IPS = ("127.0.0.1", SERVICE_IP)
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,7 @@ class TlsFiles:
 
 
 def ensure(home: Home) -> TlsFiles:
-    """Create (or reuse) the CA and a serving certificate for 127.0.0.1 and localhost."""
+    """Create (or reuse) the CA and a serving certificate for the names in `SAN_DNS` and `SAN_IPS`."""
     home.tls.mkdir(parents=True, exist_ok=True)
     files = TlsFiles(home.tls / "ca.crt", home.tls / "server.crt", home.tls / "server.key")
     ca_key_path = home.tls / "ca.key"
@@ -61,7 +68,18 @@ def _needs_serving_cert(files: TlsFiles) -> bool:
     cert = x509.load_pem_x509_certificate(files.cert.read_bytes())
     ca = x509.load_pem_x509_certificate(files.ca_cert.read_bytes())
     expiring = cert.not_valid_after_utc - _now() < RENEW_BEFORE
-    return expiring or cert.issuer != ca.subject
+    return expiring or cert.issuer != ca.subject or _sans(cert) != _wanted_sans()
+
+
+def _wanted_sans() -> list[x509.GeneralName]:
+    return [*(x509.DNSName(n) for n in SAN_DNS), *(x509.IPAddress(ipaddress.ip_address(a)) for a in SAN_IPS)]
+
+
+def _sans(cert: x509.Certificate) -> list[x509.GeneralName]:
+    try:
+        return list(cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
+    except x509.ExtensionNotFound:
+        return []
 
 
 def _now() -> dt.datetime:
@@ -100,9 +118,6 @@ def _ca_cert(key: ec.EllipticCurvePrivateKey) -> x509.Certificate:
 def _serving_cert(
     key: ec.EllipticCurvePrivateKey, ca_key: ec.EllipticCurvePrivateKey, ca: x509.Certificate
 ) -> x509.Certificate:
-    import ipaddress
-
-    sans = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
     return (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mpijob-apiserver")]))
@@ -111,7 +126,7 @@ def _serving_cert(
         .serial_number(x509.random_serial_number())
         .not_valid_before(_now() - dt.timedelta(minutes=5))
         .not_valid_after(_now() + dt.timedelta(days=SERVING_DAYS))
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.SubjectAlternativeName(_wanted_sans()), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(

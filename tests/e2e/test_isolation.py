@@ -1,18 +1,23 @@
-"""Two jobs running at the same time never see each other's hostfile, keys or files.
+"""Two jobs running at the same time never see each other's hostfile, keys, files or pods.
 
-Both launchers write a file into $HOME, then wait at a barrier (a TCP socket this test holds open) so
-that both jobs are provably running at once and both files exist before either looks around.
+Both launchers write a file into $HOME, then wait at a barrier (a directory of this machine's /tmp: a pod
+cannot reach the host's network) so that both jobs are provably running at once and both files exist
+before either looks around. Released, each learns the other job's node address and tries to reach its sshd,
+beside its own job's.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import re
 import shlex
-import socket
-import threading
+import shutil
+import tempfile
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -37,58 +42,42 @@ LAUNCHER = "\n".join([
     "echo ---keys---; cat /home/mpiuser/.ssh/authorized_keys; echo ---end-keys---",
     "echo keyfile=$(base64 -w0 /home/mpiuser/.ssh/authorized_keys)",
     'echo "written by $E2E_JOB" > "$HOME/isolation-$E2E_JOB"',
-    "exec 3<>/dev/tcp/127.0.0.1/$BARRIER_PORT",
-    "echo at-barrier",
-    "read -r go <&3",
+    'touch "$BARRIER/$E2E_JOB"',
+    'until test -e "$BARRIER/go"; do sleep 0.05; done',
+    'own=$(awk \'NR==1 {print $1}\' /etc/mpi/hostfile); peer=$(cat "$BARRIER/peer-$E2E_JOB")',
+    'echo "own-node $(timeout 5 bash -c \'exec 3<>/dev/tcp/$0/2222 && head -c 7 <&3\' "$own" 2>&1)"',
+    'echo "peer-node $peer $(timeout 5 bash -c \'exec 3<>/dev/tcp/$0/2222 && echo open\' "$peer" 2>&1 | tail -1)"',
     "echo ---home---; ls -A \"$HOME\" | grep isolation- ; echo ---end-home---",
     f"mpirun bash -c {shlex.quote(RANK)}",
 ])
 
 
-class Barrier:
-    """Accepts one connection per job and releases them all together."""
-
-    def __init__(self, parties: int) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(60)
-        self.port = self.sock.getsockname()[1]
-        self.parties, self.arrived = parties, 0
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        conns = []
-        try:
-            while len(conns) < self.parties:
-                conns.append(self.sock.accept()[0])
-                self.arrived = len(conns)
-            for c in conns:
-                c.sendall(b"go\n")
-        except OSError:
-            pass
-        finally:
-            for c in conns:
-                c.close()
-
-    def close(self) -> None:
-        self.sock.close()
-        self.thread.join(timeout=5)
+def _node_ip(api: httpx.Client, job: str) -> str:
+    (node,) = [p for p in job_pods(api, job) if "-node-" in p["metadata"]["name"]]
+    return node["status"]["podIP"]
 
 
 @pytest.fixture(scope="module")
 def logs(api: httpx.Client) -> Iterator[dict[str, str]]:
-    barrier = Barrier(len(JOBS))
+    barrier = Path(tempfile.mkdtemp(prefix="mpijob-barrier-"))
+    barrier.chmod(0o777)  # the pods' users write here
     try:
         for job in JOBS:
-            create(api, trainjob(job, ["bash", "-c", LAUNCHER], num_nodes=2, env={"BARRIER_PORT": str(barrier.port)}))
+            create(api, trainjob(job, ["bash", "-c", LAUNCHER], num_nodes=2, env={"BARRIER": str(barrier)}))
+        deadline = time.monotonic() + 60
+        while not all((barrier / job).exists() for job in JOBS) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all((barrier / job).exists() for job in JOBS), "both jobs must reach the barrier"
+        for job, other in (JOBS, JOBS[::-1]):
+            (barrier / f"peer-{job}").write_text(_node_ip(api, other))
+        (barrier / "go").touch()
         done = {job: wait_finished(api, job) for job in JOBS}
     finally:
-        barrier.close()
+        shutil.rmtree(barrier, ignore_errors=True)
     out = {}
     for job in JOBS:
         out[job] = pod_log(api, launcher_of(job_pods(api, job))["metadata"]["name"])
         assert condition(done[job], "Complete") is not None, (done[job].get("status"), out[job])
-    assert barrier.arrived == len(JOBS)  # both were running at once
     yield out
 
 
@@ -130,3 +119,17 @@ def test_files_in_one_jobs_home_are_invisible_to_the_other(logs: dict[str, str])
         ranks = re.findall(r"^rank=\d+ host=(\S+) files=(\S*) ", logs[job], re.MULTILINE)
         seen = dict(ranks)
         assert seen == {f"{job}-launcher-0-0": f"isolation-{job},", f"{job}-node-0-0": ""}, logs[job]
+
+
+def test_each_pod_has_its_own_address_on_the_pod_network(api: httpx.Client, logs: dict[str, str]) -> None:
+    ips = [p["status"]["podIP"] for job in JOBS for p in job_pods(api, job)]
+    assert len(set(ips)) == 4 and all(ipaddress.ip_address(ip) in ipaddress.ip_network("10.244.0.0/16") for ip in ips)
+
+
+def test_a_job_reaches_its_own_pods_and_not_the_other_jobs(logs: dict[str, str]) -> None:
+    """Inside a job, the node's sshd answers; the other job's node, at its real address, cannot be reached."""
+    for job in JOBS:
+        assert re.search(r"^own-node SSH-2.0$", logs[job], re.MULTILINE), logs[job]
+        peer = re.search(r"^peer-node (\S+) (.*)$", logs[job], re.MULTILINE)
+        assert peer and ipaddress.ip_address(peer[1]), logs[job]
+        assert "open" not in peer[2] and "Connection refused" in peer[2], peer[0]

@@ -1,5 +1,9 @@
-"""Loopback addresses, GPUs and CPU cores for pods. Addresses: each pod gets its own 127.x.y.z, so every node's sshd listens on
-port 2222 as in Trainer's pods, and two servers (two homes) draw from different /16s."""
+"""Pod addresses, GPUs and CPU cores for pods.
+
+Addresses: in the namespace sandbox each job has a network of its own (`network.py`) and its pods draw
+from the pod CIDR, 10.244.1.1 onwards, unique across the cluster as `kubectl get pods -o wide` shows them.
+In the process sandbox pods share the host's network: each gets its own 127.x.y.z, so every node's sshd
+listens on port 2222 as in Trainer's pods, and two servers (two homes) draw from different /16s."""
 
 from __future__ import annotations
 
@@ -7,22 +11,26 @@ import hashlib
 import os
 import socket
 
+from mpijob.controllers.kubelet.network import POD_NETWORK
+
 
 class AddressPool:
-    def __init__(self, cluster_id: str) -> None:
-        self._second = 1 + int(hashlib.sha256(cluster_id.encode()).hexdigest(), 16) % 254
+    def __init__(self, cluster_id: str, own_networks: bool) -> None:
+        second = 1 + int(hashlib.sha256(cluster_id.encode()).hexdigest(), 16) % 254
+        self._prefix = POD_NETWORK if own_networks else f"127.{second}"
+        self._shared = not own_networks  # on the host's loopback an address may be taken by someone else
         self._next = 0
         self._used: set[str] = set()
 
     def take(self, port: int) -> str:
-        """A free address whose `port` nobody listens on."""
+        """A free address (on the host's loopback: one whose `port` nobody listens on)."""
         for _ in range(254 * 254):
             n, self._next = self._next, (self._next + 1) % (254 * 254)
-            ip = f"127.{self._second}.{1 + n // 254}.{1 + n % 254}"
-            if ip not in self._used and _free(ip, port):
+            ip = f"{self._prefix}.{1 + n // 254}.{1 + n % 254}"
+            if ip not in self._used and (not self._shared or _free(ip, port)):
                 self._used.add(ip)
                 return ip
-        raise RuntimeError("no free loopback address left for a pod")
+        raise RuntimeError("no free address left for a pod")
 
     def release(self, ips: list[str]) -> None:
         self._used.difference_update(ips)

@@ -2,9 +2,10 @@
 
 Two modes, chosen once per server (`mpijob server status` shows which):
 
-* `namespace` (root, and `unshare` works): each pod is a private mount + PID + UTS namespace. Inside it
-  the pod sees, like a container, its own empty `/run` (with sshd's `/run/sshd`) and `/dev/shm`, its
-  own `/etc/hosts` (Trainer's host names → the job's loopback addresses), `/etc/passwd` with the job
+* `namespace` (root, and `unshare` works): each pod is a private mount + PID + UTS namespace in its job's
+  own network namespace (`network.py`). Inside it the pod sees, like a container, its own empty `/run`
+  (with sshd's `/run/sshd`) and `/dev/shm`, its own `/etc/hosts` (Trainer's host names → the job's pod
+  addresses), `/etc/passwd` with the job
   user, `/etc/ssh/ssh_config`, `/etc/mpi/hostfile` (launcher), the job key at `sshAuthMountPath`, its
   ServiceAccount's token, namespace and the cluster CA at `/var/run/secrets/kubernetes.io/serviceaccount`
   (unless it does not automount them) and a private writable home, then drops to `runAsUser`. PID 1 of
@@ -17,7 +18,8 @@ Two modes, chosen once per server (`mpijob server status` shows which):
   `$HOME/../serviceaccount/` of its container, not at kube's path (which the host would share).
 
 Both modes give every process of a pod kube's `KUBERNETES_SERVICE_HOST`/`_PORT` variables (and their
-docker-link twins), pointing at the local server, so `rest.InClusterConfig` works in a pod.
+docker-link twins), so `rest.InClusterConfig` works in a pod: the `kubernetes` Service's address in the
+job's own network (`network.py`) in namespace mode, the server's own address in process mode.
 """
 
 from __future__ import annotations
@@ -45,16 +47,19 @@ STAGE = Path("/run/mpijob-stage")  # mount point for the _reachable() staging bi
 PRIVSEP_DIR = "/run/sshd"
 RESOLV = Path("/etc/resolv.conf")  # a link into /run on systemd-resolved hosts, which a pod's own /run hides
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Local-cluster additions to every pod's environment (a trainer.env entry of the same name wins):
-# MPI traffic stays on loopback; an aborting job kills its ranks at once rather than after a grace
-# period, so a failed rank fails the whole job within the 2 seconds the local cluster promises; and
-# mpirun tags each output line with its rank (`[1,3]<stdout>:`), which `mpijob logs --rank` reads.
+# Local-cluster additions to every pod's environment (a trainer.env entry of the same name wins): an
+# aborting job kills its ranks at once rather than after a grace period, so a failed rank fails the whole
+# job within the 2 seconds the local cluster promises; and mpirun tags each output line with its rank
+# (`[1,3]<stdout>:`), which `mpijob logs --rank` reads.
 LOCAL_MCA = {
+    "OMPI_MCA_odls_base_sigkill_timeout": "0",
+    "OMPI_MCA_orte_tag_output": "1",
+}
+# In the process sandbox pods have no network of their own: MPI traffic stays on the host's loopback.
+LOOPBACK_MCA = {
     "OMPI_MCA_btl_tcp_if_include": "lo",
     "OMPI_MCA_oob_tcp_if_include": "lo",
     "PRTE_MCA_oob_tcp_if_include": "lo",
-    "OMPI_MCA_odls_base_sigkill_timeout": "0",
-    "OMPI_MCA_orte_tag_output": "1",
 }
 # Open MPI busy-polls while a rank waits; when a job's ranks outnumber its cores that starves the rank
 # being waited for (mpi4py's ringtest: 26 s instead of 0.15 s). Added then, unless trainer.env sets it.

@@ -8,6 +8,7 @@ import enum
 import functools
 import re
 import signal
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -16,9 +17,11 @@ from mpijob.api.mpi_output import LauncherOutput, asks_for_tags
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.controllers.kubelet import pods
 from mpijob.controllers.kubelet.cgroups import PodCgroup
+from mpijob.controllers.kubelet.network import SERVICE_IP, SERVICE_PORT, JobNetwork, namespace_name
 from mpijob.controllers.kubelet.sandbox import (
     ACCEPTED,
     LOCAL_MCA,
+    LOOPBACK_MCA,
     NAMESPACE,
     PROCESS,
     SSH_PORT,
@@ -124,9 +127,15 @@ class JobRunner:
         self.cluster_id = cluster_id
         self.gpus = gpus or {}  # pod name → its GPU indices (disjoint across running pods)
         self.cores = cores or {}  # pod name → its CPU cores, when it asked for whole CPUs and they fit
-        self.local_mca = {**LOCAL_MCA, **({YIELD_WHEN_IDLE: "1"} if yield_when_idle else {})}
-        self.service_env = kubernetes_env(*api_server) if api_server else {}  # where the API server is
         self.mode = files.mode
+        self.local_mca = {**LOCAL_MCA, **(LOOPBACK_MCA if self.mode == PROCESS else {}),
+                          **({YIELD_WHEN_IDLE: "1"} if yield_when_idle else {})}
+        self.api_server = api_server
+        self.network: JobNetwork | None = None  # the job's own network (namespace mode), made by run()
+        self.service_env = {}  # where pods find the API server: the Service address in their own network
+        if api_server:
+            self.service_env = kubernetes_env(*api_server) if self.mode == PROCESS else \
+                kubernetes_env(SERVICE_IP, SERVICE_PORT)
         self.procs: dict[Proc, pods.PodProcess] = {}
         self.exits: dict[Proc, pods.Exit] = {}
         self.cgroups: dict[str, PodCgroup] = {}  # pod name → its cgroup (namespace mode)
@@ -192,6 +201,8 @@ class JobRunner:
         if cgroup:
             self.cgroups[pod.name] = cgroup
         argv = self.files.argv(self.plan, pod, user, [*pod.command, *pod.args], env, cgroup and cgroup.procs)
+        if self.network:
+            argv = self.network.enter(argv)
         if cores := self.cores.get(pod.name):  # the whole pod, sshd sessions included, on its own cores
             argv = ["taskset", "-c", ",".join(map(str, cores)), *argv]
         cwd = None if self.mode == NAMESPACE else home
@@ -223,7 +234,7 @@ class JobRunner:
                 raise NodeFailed(pod, exit, "exited before it was ready", said)
             if loop.time() > deadline:
                 raise NodeFailed(pod, None, f"did not accept the job key within {READY_TIMEOUT:.0f}s")
-            if await _sshd_answers(ip, SSH_PORT):
+            if await self._sshd_answers(ip):
                 if await self._key_accepted(ip, user):
                     if key.role is Role.CONTAINER:
                         pods.set_running(self.store, self.plan.namespace, pod.name, ip, ready=True)
@@ -235,9 +246,30 @@ class JobRunner:
         tail = self.logs.read(self.plan.namespace, log_name, names.CONTAINER, tail_lines=1)
         return tail.decode(errors="replace").strip()
 
+    async def _sshd_answers(self, ip: str) -> bool:
+        """Cheap pre-check before a real login: the sshd is up and speaks SSH. We send our own
+        identification before closing so sshd has nothing to complain about in the pod's log."""
+        sock = self.network.socket() if self.network else socket.socket()
+        sock.setblocking(False)
+        try:
+            await asyncio.get_running_loop().sock_connect(sock, (ip, SSH_PORT))
+            reader, writer = await asyncio.open_connection(sock=sock)
+        except OSError:
+            sock.close()
+            return False
+        try:
+            banner = await asyncio.wait_for(reader.readline(), 2)
+            writer.write(b"SSH-2.0-mpijob-probe\r\n")
+            await writer.drain()
+        except (OSError, asyncio.TimeoutError):
+            banner = b""
+        writer.close()
+        return banner.startswith(b"SSH-")
+
     async def _key_accepted(self, ip: str, user: User) -> bool:
+        argv = self.files.ssh_probe(ip, user)
         probe = await asyncio.create_subprocess_exec(
-            *self.files.ssh_probe(ip, user),
+            *(self.network.enter(argv) if self.network else argv),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
@@ -259,6 +291,10 @@ class JobRunner:
         launcher = next(p for p in plan.pods if p.is_launcher)
         users = {p.name: job_user(plan, p, self.mode) for p in plan.pods}
         try:
+            if self.mode == NAMESPACE:
+                self.network = await JobNetwork.create(namespace_name(self.cluster_id, plan.uid))
+                if self.api_server:
+                    await self.network.serve_api(self.api_server)
             await asyncio.gather(*(self._start(p, users[p.name]) for p in nodes))
             self._check_stop()
             waits = [self._ready(p, users[p.name], Proc(p.name)) for p in nodes if self.files.runs_sshd(plan, p)]
@@ -336,6 +372,9 @@ class JobRunner:
                 pods.set_terminated(self.store, ns, name, exit)
         for cgroup in self.cgroups.values():
             cgroup.remove()
+        if self.network:
+            await self.network.close()
+            self.network = None
 
     def _check_stop(self) -> None:
         if self.stopped:
@@ -374,23 +413,6 @@ class NodeFailed(Exception):
         how = f" ({self.exit.describe()})" if self.exit else ""
         said = f": {self.said}" if self.said else ""
         return f"node pod {self.pod.name} ({self.pod.host}) {self.what}{how}{said}"
-
-
-async def _sshd_answers(ip: str, port: int) -> bool:
-    """Cheap pre-check before a real login: the sshd is up and speaks SSH. We send our own
-    identification before closing so sshd has nothing to complain about in the pod's log."""
-    try:
-        reader, writer = await asyncio.open_connection(ip, port)
-    except OSError:
-        return False
-    try:
-        banner = await asyncio.wait_for(reader.readline(), 2)
-        writer.write(b"SSH-2.0-mpijob-probe\r\n")
-        await writer.drain()
-    except (OSError, asyncio.TimeoutError):
-        banner = b""
-    writer.close()
-    return banner.startswith(b"SSH-")
 
 
 _EXIT_CODE = re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]\s*Exit code:\s*(\d+)", re.S)

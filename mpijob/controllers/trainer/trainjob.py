@@ -31,7 +31,14 @@ from mpijob.api.selectors import parse_labels
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
 from mpijob.controllers.kubelet.addresses import AddressPool, CorePool, DevicePool, crowding
-from mpijob.controllers.kubelet.sandbox import SSH_PORT, YIELD_WHEN_IDLE, JobFiles, ServiceAccountFiles, job_user
+from mpijob.controllers.kubelet.sandbox import (
+    NAMESPACE,
+    SSH_PORT,
+    YIELD_WHEN_IDLE,
+    JobFiles,
+    ServiceAccountFiles,
+    job_user,
+)
 from mpijob.controllers.kueue.workloads import render_workload
 from mpijob.controllers.trainer import deadline
 from mpijob.controllers.trainer.runner import JobRunner, Outcome, Stop, Then
@@ -73,7 +80,7 @@ class TrainJobController:
         kick: Callable[[], None] = lambda: None,
     ) -> None:
         self.store, self.logs, self.home, self.mode, self.cluster_id = store, logs, home, mode, cluster_id
-        self.addresses = AddressPool(cluster_id)
+        self.addresses = AddressPool(cluster_id, own_networks=mode == NAMESPACE)
         self.devices = DevicePool(gpus)
         self.cores = CorePool()
         self.kick = kick  # asks the queueing controller for a scheduling cycle
