@@ -1,6 +1,6 @@
 """Decode the Kubernetes protobuf bodies kubectl's typed clients send for a few built-in kinds.
 
-`kubectl create namespace|configmap|secret` POSTs `application/vnd.kubernetes.protobuf` and does not
+`kubectl create namespace|configmap|secret|serviceaccount|quota` POSTs `application/vnd.kubernetes.protobuf` and does not
 fall back to JSON, so the server reads those kinds' wire format (the `k8s\\0` envelope around a
 `runtime.Unknown`) into the same dicts JSON gives. Other kinds answer 415.
 """
@@ -15,8 +15,9 @@ from mpijob.api.errors import ApiError, bad_request
 
 MAGIC = b"k8s\x00"
 
-# field number -> (json name, type). Types: str, bytes, bool, int, map (str->str), bmap (str->bytes),
-# strs (repeated str), a nested schema dict, or [schema] for repeated messages.
+# field number -> (json name, type). Types: str, bytes, bool, map (str->str), bmap (str->bytes), qmap
+# (str->resource.Quantity, a message whose field 1 is its string), strs (repeated str), a nested schema
+# dict, or [schema] for repeated messages.
 OWNER_REF = {1: ("kind", "str"), 3: ("name", "str"), 4: ("uid", "str"), 5: ("apiVersion", "str"),
              6: ("controller", "bool"), 7: ("blockOwnerDeletion", "bool")}
 OBJECT_META = {1: ("name", "str"), 2: ("generateName", "str"), 3: ("namespace", "str"), 11: ("labels", "map"),
@@ -27,6 +28,8 @@ SCHEMAS: dict[str, dict[int, tuple[str, Any]]] = {
     "Secret": {1: ("metadata", OBJECT_META), 2: ("data", "bmap"), 3: ("type", "str"), 4: ("stringData", "map"),
                5: ("immutable", "bool")},
     "Namespace": {1: ("metadata", OBJECT_META), 2: ("spec", {1: ("finalizers", "strs")})},
+    "ServiceAccount": {1: ("metadata", OBJECT_META), 4: ("automountServiceAccountToken", "bool")},
+    "ResourceQuota": {1: ("metadata", OBJECT_META), 2: ("spec", {1: ("hard", "qmap"), 2: ("scopes", "strs")})},
 }
 _TYPE_META = {1: ("apiVersion", "str"), 2: ("kind", "str")}
 _UNKNOWN = {1: ("typeMeta", _TYPE_META), 2: ("raw", "bytes")}
@@ -107,7 +110,7 @@ def _message(buf: bytes, schema: dict[int, tuple[str, Any]]) -> dict[str, Any]:
             out[name] = bool(value)
         elif typ == "strs":
             out.setdefault(name, []).append(_text(value, name))
-        elif typ in ("map", "bmap"):
+        elif typ in ("map", "bmap", "qmap"):
             entry = {}
             for n, w, v in _fields(value):
                 if w != 2:
@@ -115,8 +118,10 @@ def _message(buf: bytes, schema: dict[int, tuple[str, Any]]) -> dict[str, Any]:
                                       "the body is not a Kubernetes object of this kind")
                 entry[n] = v
             raw = entry.get(2, b"")
+            if typ == "qmap":
+                raw = _message(raw, {1: ("string", "str")}).get("string", "").encode()
             out.setdefault(name, {})[_text(entry.get(1, b""), f"{name} key")] = (
-                _text(raw, name) if typ == "map" else base64.b64encode(raw).decode()
+                base64.b64encode(raw).decode() if typ == "bmap" else _text(raw, name)
             )
         elif isinstance(typ, list):
             out.setdefault(name, []).append(_message(value, typ[0]))

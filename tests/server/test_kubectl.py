@@ -192,5 +192,10 @@ def test_typed_creates_send_protobuf(kubectl) -> None:  # type: ignore[no-untype
     assert cm["data"] == {"mode": "fast", "empty": ""} and "generateName" not in cm["metadata"]
     secret = json.loads(kubectl("get", "secret", "creds", "-n", ns, "-o", "json").stdout)
     assert secret["type"] == "Opaque" and secret["data"] == {"password": "aHVudGVyMg=="}
+    kubectl("create", "serviceaccount", "trainer", "-n", ns)
+    assert json.loads(kubectl("get", "sa", "trainer", "-n", ns, "-o", "json").stdout)["metadata"]["name"] == "trainer"
+    kubectl("create", "quota", "gpus", "-n", ns, "--hard=requests.nvidia.com/gpu=4,count/trainjobs.trainer.kubeflow.org=2")
+    quota = json.loads(kubectl("get", "quota", "gpus", "-n", ns, "-o", "json").stdout)
+    assert quota["spec"]["hard"] == {"requests.nvidia.com/gpu": "4", "count/trainjobs.trainer.kubeflow.org": "2"}
     kubectl("delete", "namespace", ns)
     assert kubectl("get", "configmap", "settings", "-n", ns, check=False).returncode != 0
