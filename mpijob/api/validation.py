@@ -151,6 +151,9 @@ def _core_causes(res: Resource, obj: dict, old: dict | None) -> list[Cause]:
         return _configmap_causes(obj, old)
     if res.kind == "Pod":
         return _pod_causes(obj)
+    if res.kind in ("RoleBinding", "ClusterRoleBinding") and old is not None and obj.get("roleRef") != old.get("roleRef"):
+        return [Cause("roleRef", f"Invalid value: {show(obj.get('roleRef'))}: cannot change roleRef; delete the "
+                                 "binding and create a new one")]  # kube's rule: a binding names one role for life
     return []
 
 

@@ -361,3 +361,23 @@ def test_service_account_tokens_authenticate_and_get_nothing_by_default(
         assert robot.get("/version").status_code == 401  # its account is gone: so is the token
     with connect(token=tokens.issue(b"x" * 32, tokens.Claims(ns, "default", ""))) as forged:
         assert forged.get("/version").status_code == 401
+
+
+def test_a_bindings_role_cannot_be_changed(admin: httpx.Client) -> None:
+    """kube's rule: a binding's roleRef is fixed for life (its subjects may change), so a grant read once stays
+    what it says; the fix is a new binding."""
+    ns = namespace(admin)
+    name = uniq("b")
+    body = {"metadata": {"name": name}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                                     "name": "view"},
+            "subjects": [{"kind": "User", "name": "someone", "apiGroup": "rbac.authorization.k8s.io"}]}
+    url = f"{RBAC}/namespaces/{ns}/rolebindings/{name}"
+    assert admin.post(f"{RBAC}/namespaces/{ns}/rolebindings", json=body).status_code == 201
+    r = admin.patch(url, json={"roleRef": {**body["roleRef"], "name": "edit"}},
+                    headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status_code == 422 and r.json()["details"]["causes"][0]["field"] == "roleRef", r.text
+    assert "cannot change roleRef" in r.json()["message"]
+    assert admin.get(url).json()["roleRef"]["name"] == "view"
+    r = admin.patch(url, json={"subjects": [{"kind": "User", "name": "another", "apiGroup": "rbac.authorization.k8s.io"}]},
+                    headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status_code == 200 and admin.get(url).json()["subjects"][0]["name"] == "another"
