@@ -12,11 +12,13 @@ Workload's pod template, v1beta1 beside v1beta2) are stored once in `shared` and
 `{"$shared": index}`; `mpijob.server.openapi.definitions` expands them. Deterministic, one schema or
 shared entry per line, so a regeneration diffs readably.
 
-Also `mpijob/server/openapi/rbac_schemas.json`: the `rbac.authorization.k8s.io/v1` kinds, which the
+Also `mpijob/server/openapi/builtin_schemas.json`: the built-in kinds outside the core group
+(`rbac.authorization.k8s.io/v1` Roles and bindings, `networking.k8s.io/v1` NetworkPolicy), which the
 Kubernetes models of `kubeflow_trainer_api` lack, from the `kubernetes` package's generated models
 (`openapi_types`, `attribute_map`, each property's description, required where its setter refuses
-None), named as kube-apiserver names them (`io.k8s.api.rbac.v1.Role`); the four kinds' own
-descriptions, which those models do not carry, are upstream's (`k8s.io/api/rbac/v1/types.go`).
+None), named as kube-apiserver names them (`io.k8s.api.rbac.v1.Role`,
+`io.k8s.api.networking.v1.NetworkPolicy`); the types' own descriptions, which those models do not
+carry, are upstream's (`k8s.io/api/<group>/v1/types.go`, in `BUILTIN_GROUPS`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import os
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -35,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling tools mo
 from committed import write_or_check  # noqa: E402
 UPSTREAM = Path(os.environ.get("MPIJOB_UPSTREAM") or REPO.parent / "shared" / "upstream") / "kueue"
 OUTPUT = REPO / "mpijob" / "server" / "openapi" / "kueue_schemas.json"
-RBAC_OUTPUT = REPO / "mpijob" / "server" / "openapi" / "rbac_schemas.json"
+BUILTIN_OUTPUT = REPO / "mpijob" / "server" / "openapi" / "builtin_schemas.json"
 COMMAND = ".venv/bin/python tools/gen_openapi_data.py"
 MIN_SHARED = 300  # characters: smaller repeated subtrees are cheaper inline than as a reference
 
@@ -147,13 +149,23 @@ def render(upstream: Path = UPSTREAM) -> str:
             f'"schemas":{{\n{schemas}}},\n"shared":[\n{shared}]}}\n')
 
 
-# -- RBAC, from the kubernetes package's models ------------------------------------------------------
+# -- Built-in kinds outside the core group (RBAC, NetworkPolicy), from the kubernetes package's models ---
 
-RBAC_PACKAGE = "io.k8s.api.rbac.v1"
 META_PACKAGE = "io.k8s.apimachinery.pkg.apis.meta.v1"
-RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
-# k8s.io/api/rbac/v1/types.go: the type comments the Python models leave out
-RBAC_DESCRIPTIONS = {
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+
+
+class BuiltinGroup(NamedTuple):
+    """One API group kube-apiserver compiles in: its kinds, and the description of every type of its own
+    beneath them (from upstream's `types.go`: the Python models leave out the type comments)."""
+
+    package: str  # the OpenAPI package kube-apiserver names its types under
+    kinds: tuple[str, ...]
+    descriptions: dict[str, str]
+
+
+# k8s.io/api/rbac/v1/types.go
+RBAC = BuiltinGroup("io.k8s.api.rbac.v1", ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"), {
     "Role": "Role is a namespaced, logical grouping of PolicyRules that can be referenced as a unit by a "
             "RoleBinding.",
     "ClusterRole": "ClusterRole is a cluster level, logical grouping of PolicyRules that can be referenced as a "
@@ -171,15 +183,41 @@ RBAC_DESCRIPTIONS = {
     "Subject": "Subject contains a reference to the object or user identities a role binding applies to.  This "
                "can either hold a direct API object reference, or a value for non-objects such as user and group "
                "names.",
-}
+})
+# k8s.io/api/networking/v1/types.go
+NETWORKING = BuiltinGroup("io.k8s.api.networking.v1", ("NetworkPolicy",), {
+    "NetworkPolicy": "NetworkPolicy describes what network traffic is allowed for a set of Pods",
+    "NetworkPolicySpec": "NetworkPolicySpec provides the specification of a NetworkPolicy",
+    "NetworkPolicyIngressRule": "NetworkPolicyIngressRule describes a particular set of traffic that is allowed to "
+                                "the pods matched by a NetworkPolicySpec's podSelector. The traffic must match both "
+                                "ports and from.",
+    "NetworkPolicyEgressRule": "NetworkPolicyEgressRule describes a particular set of traffic that is allowed out of "
+                               "pods matched by a NetworkPolicySpec's podSelector. The traffic must match both ports "
+                               "and to. This type is beta-level in 1.8",
+    "NetworkPolicyPeer": "NetworkPolicyPeer describes a peer to allow traffic to/from. Only certain combinations of "
+                         "fields are allowed",
+    "NetworkPolicyPort": "NetworkPolicyPort describes a port to allow traffic on",
+    "IPBlock": 'IPBlock describes a particular CIDR (Ex. "192.168.1.0/24","2001:db8::/64") that is allowed to the '
+               "pods matched by a NetworkPolicySpec's podSelector. The except entry describes CIDRs that should not "
+               "be included within this rule.",
+})
+BUILTIN_GROUPS = (RBAC, NETWORKING)
+# The models type kube's custom-marshalled fields `object`: which type each one is.
+_OBJECT_FIELDS = {("V1NetworkPolicyPort", "port"): INT_OR_STRING}
 _SCALAR_TYPES = {"str": {"type": "string"}, "bool": {"type": "boolean"}, "int": {"type": "integer", "format": "int32"},
                  "datetime": {"type": "string", "format": "date-time"}}
 
 
+def _short(cls_name: str) -> str:
+    """`V1PolicyRule`, `RbacV1Subject` → the type's own name."""
+    return cls_name.removeprefix("RbacV1").removeprefix("V1")
+
+
 def _model_def_name(cls_name: str) -> str:
     """`V1PolicyRule` → `io.k8s.api.rbac.v1.PolicyRule`; the meta types (`V1ObjectMeta`) → apimachinery's."""
-    short = cls_name.removeprefix("RbacV1").removeprefix("V1")
-    return f"{RBAC_PACKAGE}.{short}" if short in RBAC_DESCRIPTIONS else f"{META_PACKAGE}.{short}"
+    short = _short(cls_name)
+    owner = next((g for g in BUILTIN_GROUPS if short in g.descriptions), None)
+    return f"{owner.package}.{short}" if owner else f"{META_PACKAGE}.{short}"
 
 
 def _property_description(model: Any, attr: str) -> str:
@@ -189,32 +227,38 @@ def _property_description(model: Any, attr: str) -> str:
     return " ".join(text.replace("# noqa: E501", "").split()) if not text.startswith(":return:") else ""
 
 
-def _field_type(openapi_type: str, deps: list[str]) -> dict[str, Any]:
+def _field_type(openapi_type: str, deps: list[str], where: tuple[str, str]) -> dict[str, Any]:
     if openapi_type.startswith("list["):
-        return {"type": "array", "items": _field_type(openapi_type[5:-1], deps)}
+        return {"type": "array", "items": _field_type(openapi_type[5:-1], deps, where)}
     if openapi_type.startswith("dict("):
-        return {"type": "object", "additionalProperties": _field_type(openapi_type[5:-1].split(", ", 1)[1], deps)}
+        return {"type": "object", "additionalProperties": _field_type(openapi_type[5:-1].split(", ", 1)[1], deps,
+                                                                      where)}
     if openapi_type in _SCALAR_TYPES:
         return dict(_SCALAR_TYPES[openapi_type])
+    if openapi_type == "object":
+        if where not in _OBJECT_FIELDS:
+            raise SystemExit(f"{where[0]}.{where[1]} is typed `object`: name its type in _OBJECT_FIELDS")
+        return {"$ref": "#/definitions/" + _OBJECT_FIELDS[where]}
     deps.append(openapi_type)
     return {"$ref": "#/definitions/" + _model_def_name(openapi_type)}
 
 
-def rbac_schemas() -> dict[str, Any]:
-    """`{definition name: schema}` of the RBAC kinds and the RBAC types beneath them (the meta types they
-    reference, ObjectMeta and LabelSelector, are the core kinds' own)."""
+def builtin_schemas(group: BuiltinGroup) -> dict[str, Any]:
+    """`{definition name: schema}` of the group's kinds and the group's types beneath them (the meta types
+    they reference, ObjectMeta and LabelSelector, and IntOrString are the core kinds' own)."""
     import inspect
 
     from kubernetes.client import models
 
-    from mpijob.api.names import RBAC_GROUP, RBAC_VERSION
+    from mpijob.api.resources import ALL
 
+    served = {r.kind: r for r in ALL if r.builtin}
     out: dict[str, Any] = {}
-    todo = [f"V1{kind}" for kind in RBAC_KINDS]
+    todo = [f"V1{kind}" for kind in group.kinds]
     while todo:
         cls_name = todo.pop(0)
         name = _model_def_name(cls_name)
-        if name in out or not name.startswith(RBAC_PACKAGE):
+        if name in out or not name.startswith(group.package + "."):
             continue
         model = getattr(models, cls_name)
         deps: list[str] = []
@@ -222,29 +266,31 @@ def rbac_schemas() -> dict[str, Any]:
         required: list[str] = []
         for attr, openapi_type in model.openapi_types.items():
             key = model.attribute_map[attr]
-            schema = _field_type(openapi_type, deps)
+            schema = _field_type(openapi_type, deps, (cls_name, attr))
             description = _property_description(model, attr)
             if description:
                 schema["description"] = description
             props[key] = schema
             if f"and {attr} is None:" in inspect.getsource(getattr(model, attr).fset):
                 required.append(key)
-        short = name.rsplit(".", 1)[1]
-        schema = {"description": RBAC_DESCRIPTIONS[short], "type": "object", "properties": props}
+        short = _short(cls_name)
+        schema = {"description": group.descriptions[short], "type": "object", "properties": props}
         if required:
             schema["required"] = required
-        if short in RBAC_KINDS:
-            schema["x-kubernetes-group-version-kind"] = [{"group": RBAC_GROUP, "version": RBAC_VERSION, "kind": short}]
+        if short in group.kinds:
+            r = served[short]
+            schema["x-kubernetes-group-version-kind"] = [{"group": r.group, "version": r.version, "kind": short}]
         out[name] = schema
         todo.extend(deps)
-    return dict(sorted(out.items()))
+    return out
 
 
-def render_rbac() -> str:
+def render_builtin() -> str:
     def line(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
-    body = ",\n".join(f"{line(k)}:{line(v)}" for k, v in rbac_schemas().items())
+    defs = {name: s for group in BUILTIN_GROUPS for name, s in builtin_schemas(group).items()}
+    body = ",\n".join(f"{line(k)}:{line(v)}" for k, v in sorted(defs.items()))
     return (f'{{"source":{line("kubernetes package models (openapi_types), by " + COMMAND)},\n'
             f'"definitions":{{\n{body}}}}}\n')
 
@@ -256,7 +302,7 @@ def main(argv: list[str]) -> int:
         print(f"{UPSTREAM} not found: the upstream CRDs live in the shared folder beside the repository",
               file=sys.stderr)
         return 2
-    return write_or_check({OUTPUT: render(), RBAC_OUTPUT: render_rbac()} if known else {}, argv, COMMAND)
+    return write_or_check({OUTPUT: render(), BUILTIN_OUTPUT: render_builtin()} if known else {}, argv, COMMAND)
 
 
 if __name__ == "__main__":

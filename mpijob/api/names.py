@@ -251,6 +251,17 @@ LABEL_KUBEFLOW_AGGREGATE_TO_ADMIN = "rbac.authorization.kubeflow.org/aggregate-t
 LABEL_KUBEFLOW_AGGREGATE_TO_EDIT = "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-edit"
 LABEL_KUBEFLOW_AGGREGATE_TO_VIEW = "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-view"
 
+# -- Tenant UIDs: OpenShift's SecurityContextConstraints (api/scc.py; docs/security.md "Tenant UIDs") --
+
+# A namespace's UIDs and groups, "<first>/<size>", as OpenShift's namespace controller allocates them;
+# set by the server at creation and immutable (a client's value is replaced, a change restored).
+ANNOTATION_UID_RANGE = "openshift.io/sa.scc.uid-range"
+ANNOTATION_SUPPLEMENTAL_GROUPS = "openshift.io/sa.scc.supplemental-groups"
+ANNOTATION_SCC = "openshift.io/scc"  # on a pod: the SCC that admitted it
+SECURITY_GROUP = "security.openshift.io"  # RBAC: verb `use` on `securitycontextconstraints` names an SCC
+SCC_RESOURCE = "securitycontextconstraints"
+SCC_ROLE_PREFIX = "system:openshift:scc:"  # + the SCC's name: the ClusterRole that grants its use
+
 # -- A pod's ServiceAccount (kube's ServiceAccount admission plugin, the kubelet's service env) ----
 
 SERVICE_ACCOUNT_VOLUME_PREFIX = "kube-api-access-"  # + five suffix characters: the projected volume
@@ -263,3 +274,8 @@ ROOT_CA_CONFIGMAP = "kube-root-ca.crt"  # the ConfigMap kube's root-ca-cert-publ
 # (client-go's `rest.InClusterConfig` reads the first two).
 KUBERNETES_SERVICE_HOST = "KUBERNETES_SERVICE_HOST"
 KUBERNETES_SERVICE_PORT = "KUBERNETES_SERVICE_PORT"
+
+# -- NetworkPolicy (networking.k8s.io/v1; what the local network does with one: api/netpol.py) -----
+
+NETWORKING_GROUP = "networking.k8s.io"
+NETWORKING_VERSION = "v1"

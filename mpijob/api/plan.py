@@ -46,6 +46,9 @@ class PodPlan:
     # The runtime's pod spec (deep copy) so render_pod keeps what the plan does not model
     # (ports, probes, volumes, nodeSelector, ...). Not part of equality.
     pod_spec: dict = field(default_factory=dict, compare=False, repr=False)
+    # The SCC that admitted the pod (`api/scc.py`), which then wrote the ids above as it runs with them;
+    # "" for a plan not yet admitted, whose ids are the runtime's as given.
+    scc: str = ""
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,14 @@ Kueue install have them.
   `edit`, `view` (and Kubeflow's `kubeflow-admin|edit|view`) as Kubeflow's manifests aggregate the
   training roles: TrainJobs for `edit`, TrainingRuntimes too for `admin`, everything read-only for
   `view`.
+* OpenShift's `system:openshift:scc:nonroot-v2` and `system:openshift:scc:anyuid`: the `use` of that
+  SCC, bound to nobody (an admin binds them to let a user's pods run as a UID outside its namespace's
+  range, or as root: docs/security.md, "Tenant UIDs").
 """
 
 from __future__ import annotations
 
-from mpijob.api import Obj, names
+from mpijob.api import Obj, names, scc
 from mpijob.api.rbac import ALL_VERBS, READ_VERBS, WRITE_VERBS
 
 EDITOR_VERBS = tuple(v for v in ALL_VERBS if v != "deletecollection")  # kubebuilder's editor roles
@@ -70,6 +73,7 @@ def _kube() -> list[Obj]:
                         "deployments/status", "replicasets", "replicasets/scale", "replicasets/status",
                         "statefulsets", "statefulsets/scale", "statefulsets/status"], READ_VERBS),
         rule(["batch"], ["cronjobs", "cronjobs/status", "jobs", "jobs/status"], READ_VERBS),
+        rule([names.NETWORKING_GROUP], ["ingresses", "ingresses/status", "networkpolicies"], READ_VERBS),
     ]
     edit = [
         rule([""], ["pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "secrets", "services/proxy"],
@@ -83,6 +87,7 @@ def _kube() -> list[Obj]:
         rule(["apps"], ["daemonsets", "deployments", "deployments/rollback", "deployments/scale", "replicasets",
                         "replicasets/scale", "statefulsets", "statefulsets/scale"], rw),
         rule(["batch"], ["cronjobs", "jobs"], rw),
+        rule([names.NETWORKING_GROUP], ["ingresses", "networkpolicies"], rw),
     ]
     admin = [
         rule([names.AUTHORIZATION_GROUP], ["localsubjectaccessreviews"], ["create"]),
@@ -175,8 +180,15 @@ def _trainer() -> list[Obj]:
     ]
 
 
+def _openshift() -> list[Obj]:
+    """OpenShift's roles that let their subjects use an SCC beyond `restricted-v2` (`api/scc.py`)."""
+    return [_cluster_role(f"{names.SCC_ROLE_PREFIX}{name}", [
+        {**rule([names.SECURITY_GROUP], [names.SCC_RESOURCE], [scc.USE]), "resourceNames": [name]}], bootstrap=False)
+        for name in scc.GRANTED]
+
+
 def cluster_roles() -> list[Obj]:
-    return [*_kube(), *_kueue(), *_trainer()]
+    return [*_kube(), *_kueue(), *_trainer(), *_openshift()]
 
 
 def cluster_role_bindings() -> list[Obj]:

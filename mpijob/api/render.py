@@ -169,6 +169,11 @@ def render_pod(plan: RunPlan, pod: PodPlan, owner: dict, account: dict | None = 
         container["resources"] = copy.deepcopy(pod.resources)
     if pod.working_dir:
         container["workingDir"] = pod.working_dir
+    if pod.scc:  # what the SCC admission that admitted it wrote: the ids it runs as (api/scc.py)
+        container["securityContext"] = {**(container.get("securityContext") or {}), "runAsUser": pod.run_as_user,
+                                        "runAsGroup": pod.run_as_group}
+        if pod.fs_group is not None:
+            spec["securityContext"] = {**(spec.get("securityContext") or {}), "fsGroup": pod.fs_group}
     container["volumeMounts"] = _upsert_named(list(container.get("volumeMounts") or []), mounts)
     containers = list(containers)
     containers[idx] = container
@@ -183,6 +188,8 @@ def render_pod(plan: RunPlan, pod: PodPlan, owner: dict, account: dict | None = 
     if automounts(spec, account):
         _mount_service_account(spec, f"{plan.uid}/{pod.name}")
     annotations = {**pod.annotations, names.LABEL_COMPLETION_INDEX: str(pod.pod_index)}
+    if pod.scc:
+        annotations[names.ANNOTATION_SCC] = pod.scc
     meta = _metadata(pod.name, plan, owner, pod.labels)
     meta["annotations"] = annotations
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}

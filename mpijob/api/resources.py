@@ -34,6 +34,14 @@ class Resource:
         """`plural.group`, as kube-apiserver names a resource in messages."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
+    @property
+    def builtin(self) -> bool:
+        """Compiled into kube-apiserver (strict decoding, strategic merge), not a custom resource."""
+        return self.group in BUILTIN_GROUPS
+
+
+BUILTIN_GROUPS = frozenset({"", names.RBAC_GROUP, names.NETWORKING_GROUP})
+
 
 NAMESPACES = Resource("", "v1", "namespaces", "namespace", "Namespace", False, ("ns",), ("status",))
 PODS = Resource("", "v1", "pods", "pod", "Pod", True, ("po",), ("status", "log"))
@@ -57,6 +65,9 @@ ROLE_BINDINGS = Resource(names.RBAC_GROUP, names.RBAC_VERSION, "rolebindings", "
 CLUSTER_ROLE_BINDINGS = Resource(names.RBAC_GROUP, names.RBAC_VERSION, "clusterrolebindings", "clusterrolebinding",
                                  "ClusterRoleBinding", False)
 RBAC_KINDS = (ROLES, CLUSTER_ROLES, ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS)
+# NetworkPolicy (networking.k8s.io/v1): what the local network does with one is `mpijob.api.netpol`'s to say.
+NETWORK_POLICIES = Resource(names.NETWORKING_GROUP, names.NETWORKING_VERSION, "networkpolicies", "networkpolicy",
+                            "NetworkPolicy", True, ("netpol",))
 
 # Kueue: v1beta2 is the storage (and preferred) version; v1beta1 is still served, converted on the way
 # in and out by `mpijob.api.kueue.conversion`. Short names are the CRDs'.
@@ -93,6 +104,7 @@ ALL: tuple[Resource, ...] = (
     TRAINING_RUNTIMES,
     CLUSTER_TRAINING_RUNTIMES,
     *RBAC_KINDS,
+    NETWORK_POLICIES,
     RESOURCE_FLAVORS,
     CLUSTER_QUEUES,
     LOCAL_QUEUES,

@@ -2,7 +2,9 @@
 and CRD defaults for (Cluster)TrainingRuntimes.
 
 `mpi-distributed` has the shape of upstream's `deepspeed-distributed`, so the Kubeflow SDK and programs
-written for Trainer see the same names, paths and labels; the image is recorded, not pulled.
+written for Trainer see the same names, paths and labels; the image is recorded, not pulled. Unlike
+upstream's it names no `runAsUser` or `fsGroup` (upstream's 1000): as a runtime must on OpenShift, it lets
+its pods run as their namespace's UIDs (`api/scc.py`).
 """
 
 from __future__ import annotations
@@ -17,12 +19,11 @@ from mpijob.api.trainjob import quantity_causes
 BUNDLED_NAME = "mpi-distributed"
 BUNDLED_IMAGE = "ghcr.io/kubeflow/trainer/mpi-runtime"
 SSH_PORT = 2222
-MPI_USER = 1000
 POLICIES = ("torch", "mpi", "jax", "xgboost", "flux")
 
 
 def _container(command: list[str] | None = None, args: list[str] | None = None, sshd: bool = False) -> dict:
-    c: dict[str, Any] = {"name": names.CONTAINER, "image": BUNDLED_IMAGE, "securityContext": {"runAsUser": MPI_USER}}
+    c: dict[str, Any] = {"name": names.CONTAINER, "image": BUNDLED_IMAGE}
     if command:
         c["command"] = command
     if args:
@@ -34,10 +35,7 @@ def _container(command: list[str] | None = None, args: list[str] | None = None, 
 
 
 def _rjob(name: str, container: dict, labels: dict[str, str] | None = None, depends: bool = False) -> dict:
-    rj: dict[str, Any] = {"name": name, "template": {"spec": {"template": {"spec": {
-        "securityContext": {"fsGroup": MPI_USER},
-        "containers": [container],
-    }}}}}
+    rj: dict[str, Any] = {"name": name, "template": {"spec": {"template": {"spec": {"containers": [container]}}}}}
     if labels:
         rj["template"]["metadata"] = {"labels": labels}
     if depends:

@@ -13,6 +13,7 @@ from typing import Any
 from mpijob.api import Obj, names
 from mpijob.api.durations import age
 from mpijob.api.resources import Resource
+from mpijob.api.selectors import format_label_selector
 
 Column = tuple[str, str, str, int, Callable[[Obj, datetime], Any]]  # name, type, format, priority, cell
 
@@ -208,6 +209,16 @@ COLUMNS.update({
                        ("Limit", "string", "", 0, _quota_column(True))],
     "limitranges": [NAME, ("Created At", "date", "", 0, _field("metadata", "creationTimestamp"))],
 })
+
+
+def _pod_selector(o: Obj, _: datetime) -> str:
+    """kubectl's POD-SELECTOR: the selector as `metav1.FormatLabelSelector` writes it (`<none>` when empty)."""
+    selector = (o.get("spec") or {}).get("podSelector") or {}
+    return format_label_selector(selector) or "<none>"
+
+
+COLUMNS["networkpolicies"] = [NAME, ("Pod-Selector", "string", "", 0, _pod_selector), AGE]
+
 
 def columns_for(res: Resource) -> list[Column]:
     """Kinds without a specific layout (runtimes, ...) show Name and Age."""

@@ -18,7 +18,7 @@ import copy
 import re
 from typing import Any
 
-from mpijob.api import kueue, names, runtimes, schema, support, trainjob
+from mpijob.api import kueue, names, netpol, runtimes, schema, support, trainjob
 from mpijob.api.errors import ApiError, Cause, bad_request, invalid
 from mpijob.api.labels import is_label_value, is_qualified_name
 from mpijob.api.resources import Resource
@@ -151,6 +151,8 @@ def _core_causes(res: Resource, obj: dict, old: dict | None) -> list[Cause]:
         return _configmap_causes(obj, old)
     if res.kind == "Pod":
         return _pod_causes(obj)
+    if res.kind == "NetworkPolicy":
+        return netpol.causes(obj)
     if res.kind in ("RoleBinding", "ClusterRoleBinding") and old is not None and obj.get("roleRef") != old.get("roleRef"):
         return [Cause("roleRef", f"Invalid value: {show(obj.get('roleRef'))}: cannot change roleRef; delete the "
                                  "binding and create a new one")]  # kube's rule: a binding names one role for life

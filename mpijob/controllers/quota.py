@@ -12,13 +12,14 @@ LimitRange defaults, as `mpijob.api.quota` applies them.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
 from mpijob.api import Obj
 from mpijob.api import quota as quotas
 from mpijob.api.errors import ApiError
-from mpijob.api.plan import resolve
+from mpijob.api.plan import RunPlan, resolve
 from mpijob.api.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     LIMIT_RANGES,
@@ -57,7 +58,15 @@ def plan_pods(trainjob: Obj, runtime: Obj | None, ranges: list[Obj]) -> list[quo
         plan = resolve(candidate, runtime)
     except ApiError:
         return []
-    return [quotas.defaulted(p.resources, ranges) for p in plan.pods]
+    return [p.resources for p in with_limit_ranges(plan, ranges).pods]
+
+
+def with_limit_ranges(plan: RunPlan, ranges: list[Obj]) -> RunPlan:
+    """The plan with every container's resources as its pod is stored (requests defaulted from limits, then the
+    LimitRanges' defaults for what it does not say), so the pods, their cgroups and their Workload's requests
+    are what quota counted."""
+    return dataclasses.replace(plan, pods=[dataclasses.replace(p, resources=quotas.defaulted(p.resources, ranges))
+                                           for p in plan.pods])
 
 
 def namespace_usage(store: Store, namespace: str, ranges: list[Obj] | None = None) -> quotas.Usage:

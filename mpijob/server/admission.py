@@ -10,11 +10,13 @@ import dataclasses
 import secrets
 from typing import Any
 
-from mpijob.api import Obj, names, validation
+from mpijob.api import Obj, names, rbac, scc, validation
 from mpijob.api.errors import ApiError, bad_request
 from mpijob.api.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     LIMIT_RANGES,
+    NAMESPACES,
+    NETWORK_POLICIES,
     RESOURCE_QUOTAS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
@@ -68,8 +70,9 @@ def check_name(obj: Obj, url_name: str | None = None) -> str:
     return name if isinstance(name, str) else ""
 
 
-def check_references(store: Store, res: Resource, obj: dict[str, Any]) -> None:
-    """A new TrainJob must name a runtime that exists and that the local cluster can run (422)."""
+def check_references(store: Store, res: Resource, obj: dict[str, Any], user: rbac.User) -> None:
+    """A new TrainJob must name a runtime that exists and that the local cluster can run (422), whose pods
+    `user` may run (403) and that fits its namespace's quota and its ClusterQueue (403)."""
     if res is not TRAINJOBS:
         return
     ref = obj.get("spec", {}).get("runtimeRef", {})
@@ -81,8 +84,24 @@ def check_references(store: Store, res: Resource, obj: dict[str, Any]) -> None:
     available = [] if runtime else [r["metadata"]["name"] for r in store.list(kind, ns or None)[0]]
     check_runtime_ref(obj, runtime, available)
     assert runtime is not None
+    check_security(store, obj, runtime, user)
     check_quota(store, obj, runtime)
     check_fits(store, obj, runtime)
+
+
+def _candidate(trainjob: dict[str, Any]) -> dict[str, Any]:
+    """The TrainJob as the controllers will see it, with a uid (it gets its own when stored)."""
+    return {**trainjob, "metadata": {**trainjob["metadata"], "uid": trainjob["metadata"].get("uid", "new")}}
+
+
+def check_security(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any], user: rbac.User) -> None:
+    """OpenShift's SCC admission of the job's pods, in advance (`mpijob.controllers.scc`): refuse (403) a
+    TrainJob whose launcher or nodes would run as an identity neither `user` nor the pod's ServiceAccount
+    may use, such as root or another namespace's UID, before anything is created."""
+    from mpijob.api.plan import resolve
+    from mpijob.controllers.scc import admit
+
+    admit(store, resolve(_candidate(trainjob), runtime), user)
 
 
 def check_quota(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any]) -> None:
@@ -121,7 +140,7 @@ def check_fits(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any]) 
     from mpijob.controllers.kueue.scheduler import never_fits  # the scheduler's answer, and the store reads:
     from mpijob.controllers.kueue.workloads import build_snapshot, local_queue_map, render_workload
 
-    candidate = {**trainjob, "metadata": {**trainjob["metadata"], "uid": trainjob["metadata"].get("uid", "new")}}
+    candidate = _candidate(trainjob)
     plan = resolve(candidate, runtime)
     wl = workload(render_workload(store, candidate, plan, {}), local_queue_map(store))
     if not wl.cluster_queue and QUEUE_LABEL not in (trainjob["metadata"].get("labels") or {}):
@@ -133,17 +152,35 @@ def check_fits(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any]) 
                        TRAINJOBS.plural)
 
 
+def uid_ranges(store: Store, res: Resource, obj: Obj, old: Obj | None) -> None:
+    """A Namespace's UID and group ranges belong to the server, as OpenShift's namespace controller owns
+    them (`mpijob.api.scc.own_ranges`): allocated at creation from what the stored namespaces hold,
+    whatever the client sent, and kept on every update."""
+    if res is NAMESPACES:
+        scc.own_ranges(obj, old, store.list(NAMESPACES, None)[0] if scc.Ranges.of(old) is None else [])
+
+
 def admit(res: Resource, obj: Obj, old: Obj | None) -> Obj:
     """Metadata, kind-specific defaults and validation (422 with causes): `mpijob.api.validation.admit`."""
     return validation.admit(res, obj, old)
 
 
-def warnings(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
+def warnings(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None, sandbox_mode: str) -> list[str]:
     """What kube-apiserver would send as `Warning` headers for a write: the fields the local cluster
-    accepts but that have no effect here (`mpijob.api.support`); none for a status-only write."""
+    accepts but that have no effect here (`mpijob.api.support`), and what its network does otherwise
+    than a NetworkPolicy asks (`mpijob.api.netpol`, which depends on the controllers' `sandbox_mode`);
+    none for a status-only write."""
     from mpijob.api.support import check, desired_changed
 
-    return check(res.kind, obj).warnings if desired_changed(obj, old) else []
+    if not desired_changed(obj, old):
+        return []
+    if res is NETWORK_POLICIES:
+        from mpijob.api import netpol
+        from mpijob.controllers.kubelet.network import SERVICE_IP, SERVICE_PORT
+        from mpijob.controllers.kubelet.sandbox import PROCESS
+
+        return netpol.warnings(obj, (SERVICE_IP, SERVICE_PORT), shared_network=sandbox_mode == PROCESS)
+    return check(res.kind, obj).warnings
 
 
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
@@ -160,7 +197,7 @@ def unknown_fields(res: Resource, obj: dict[str, Any], mode: str | None) -> list
     mode = mode or "Warn"
     if mode not in FIELD_VALIDATION:
         raise bad_request(f'invalid fieldValidation "{mode}": use one of {", ".join(FIELD_VALIDATION)}')
-    if res.group:
+    if not res.builtin:
         return []
     located = find(openapi.v2_shared(), res.group, res.version, res.kind, obj)
     unknown = [shown for shown, _ in located]

@@ -5,11 +5,12 @@ attributes from its method, path and query (kube's RequestInfo: resource request
 as `pods/log`, `trainjobs/status`, Kueue's `pendingworkloads`, and non-resource paths such as `/version`,
 `/openapi/v2`, `/metrics`), asks the authorizer and answers a denial with kube-apiserver's 403 Status.
 
-The authorizer is an index of the RBAC objects, built from the store when first needed and again only
-after a write to Roles, ClusterRoles, their bindings or a namespace deletion (which takes a namespace's
-RoleBindings with it): such a request marks the index stale before it runs and again before its answer
-is sent, so the next request is judged by the new rules. Writes to ClusterRoles also re-run the
-aggregation controller, so an aggregated ClusterRole shows the rules it has.
+The authorizer is an index of the RBAC objects (`mpijob.store.authorizer`, which the controllers share),
+built from the store when first needed and again only after a write to Roles, ClusterRoles, their
+bindings or a namespace deletion (which takes a namespace's RoleBindings with it): such a request marks
+the index stale before it runs and again before its answer is sent, so the next request is judged by
+the new rules. Writes to ClusterRoles also re-run the aggregation controller, so an aggregated
+ClusterRole shows the rules it has.
 
 `MPIJOB_AUTHORIZATION_MODE=AlwaysAllow` turns authorization off (kube's `--authorization-mode`), for
 comparisons such as `bench/rbac.py`.
@@ -18,59 +19,21 @@ comparisons such as `bench/rbac.py`.
 from __future__ import annotations
 
 import logging
-import os
-import weakref
 from typing import Any
 
 from mpijob.api import Obj, rbac
 from mpijob.api.errors import ApiError
 from mpijob.api.names import RBAC_GROUP, SYSTEM_MASTERS
-from mpijob.api.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, ROLE_BINDINGS, ROLES
+from mpijob.api.resources import CLUSTER_ROLES
 from mpijob.server.auth import OPEN_PATHS
 from mpijob.server.http import status_response
+from mpijob.store.authorizer import enabled, index
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
 
-MODE_ENV = "MPIJOB_AUTHORIZATION_MODE"
 RBAC_RESOURCES = frozenset({"roles", "clusterroles", "rolebindings", "clusterrolebindings"})
 READ_ONLY = frozenset({"get", "list", "watch"})
-
-
-def enabled() -> bool:
-    return os.environ.get(MODE_ENV, "RBAC") != "AlwaysAllow"
-
-
-class Index:
-    """The authorizer of one store, rebuilt lazily after a change to the RBAC objects."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self._authorizer: rbac.Authorizer | None = None
-        self.builds = 0
-
-    def invalidate(self) -> None:
-        self._authorizer = None
-
-    def authorizer(self) -> rbac.Authorizer:
-        current = self._authorizer
-        if current is None:
-            s = self.store
-            current = rbac.Authorizer(s.list(ROLES, None)[0], s.list(CLUSTER_ROLES, None)[0],
-                                      s.list(ROLE_BINDINGS, None)[0], s.list(CLUSTER_ROLE_BINDINGS, None)[0])
-            self._authorizer = current
-            self.builds += 1
-        return current
-
-
-_INDEXES: weakref.WeakKeyDictionary[Store, Index] = weakref.WeakKeyDictionary()
-
-
-def index(store: Store) -> Index:
-    found = _INDEXES.get(store)
-    if found is None:
-        found = _INDEXES[store] = Index(store)
-    return found
 
 
 def changes_rbac(a: rbac.Attributes) -> bool:

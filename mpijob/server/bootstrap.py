@@ -3,7 +3,7 @@
 Like a kube cluster's system namespaces plus what a Trainer install adds: the public version
 ConfigMap the Kubeflow SDK reads and the bundled MPI ClusterTrainingRuntime. Plus kube-apiserver's
 RBAC bootstrap policy and Trainer's and Kueue's user-facing ClusterRoles (`mpijob.api.rbac_policy`),
-aggregated, and the `default` ServiceAccount of every namespace.
+aggregated, the `default` ServiceAccount and the UID range (OpenShift's annotations) of every namespace.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mpijob.api import rbac_policy
-from mpijob.api.names import DEFAULT_SERVICE_ACCOUNT, LABEL_APP_NAME
+from mpijob.api import rbac_policy, scc
+from mpijob.api.names import ANNOTATION_RBAC_AUTOUPDATE, DEFAULT_SERVICE_ACCOUNT, LABEL_APP_NAME
 from mpijob.api.resources import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
@@ -47,6 +47,7 @@ def run(store: Store) -> None:
     for runtime in _bundled_runtimes():
         _create_missing(store, CLUSTER_TRAINING_RUNTIMES, runtime)
     rbac_policy_objects(store)
+    uid_ranges(store)
     for ns in store.list(NAMESPACES, None)[0]:
         default_service_account(store, ns["metadata"]["name"])
 
@@ -56,10 +57,22 @@ def rbac_policy_objects(store: Store) -> None:
     from mpijob.server.authz import reconcile_aggregation
 
     for role in rbac_policy.cluster_roles():
-        _create_missing(store, CLUSTER_ROLES, role)
+        _reconcile_role(store, role)
     for binding in rbac_policy.cluster_role_bindings():
         _create_missing(store, CLUSTER_ROLE_BINDINGS, binding)
     reconcile_aggregation(store)
+
+
+def uid_ranges(store: Store) -> None:
+    """Give each namespace without one its UID range (`mpijob.api.scc`): the bootstrap namespaces, and
+    those of a home made before namespaces had ranges, oldest first, each the lowest free block."""
+    def age(ns: dict[str, Any]) -> tuple[str, str]:
+        return ns["metadata"].get("creationTimestamp") or "", ns["metadata"]["name"]
+
+    for ns in sorted(store.list(NAMESPACES, None)[0], key=age):
+        if scc.Ranges.of(ns) is None:
+            scc.own_ranges(ns, None, store.list(NAMESPACES, None)[0])
+            store.update(NAMESPACES, ns)
 
 
 def default_service_account(store: Store, namespace: str) -> None:
@@ -79,6 +92,27 @@ def _bundled_runtimes() -> list[dict[str, Any]]:
         log.warning("mpijob.api.runtimes is not available: no bundled ClusterTrainingRuntime installed")
         return []
     return bundled()
+
+
+def _reconcile_role(store: Store, role: dict[str, Any]) -> None:
+    """kube-apiserver's reconciliation of a bootstrap ClusterRole at start: made when missing, and given the
+    rules, labels and aggregation a newer server ships (an upgraded home's `edit` learns a new resource),
+    keeping what an admin added, unless its `autoupdate` annotation is "false"."""
+    stored = store.try_get(CLUSTER_ROLES, "", role["metadata"]["name"])
+    if stored is None:
+        _create_missing(store, CLUSTER_ROLES, role)
+        return
+    meta, rules = stored["metadata"], stored.get("rules") or []
+    if (meta.get("annotations") or {}).get(ANNOTATION_RBAC_AUTOUPDATE) == "false":
+        return
+    labels = {**(meta.get("labels") or {}), **(role["metadata"].get("labels") or {})}
+    wanted = {**stored, "metadata": {**meta, "labels": labels},
+              "rules": [*rules, *(r for r in role.get("rules") or [] if r not in rules)]}
+    if "aggregationRule" in role:
+        wanted["aggregationRule"] = role["aggregationRule"]
+    if wanted != stored:
+        store.update(CLUSTER_ROLES, wanted)
+        log.info("bootstrap: reconciled ClusterRole %s", meta["name"])
 
 
 def _create_missing(store: Store, res: Resource, obj: dict[str, Any]) -> None:

@@ -7,6 +7,8 @@ Pure functions over dicts, so the route only chooses by `Content-Type`.
 from __future__ import annotations
 
 import copy
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mpijob.api.errors import ApiError, bad_request
@@ -17,7 +19,7 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 
-# List fields of built-in kinds that strategic merge patch merges by a key instead of replacing.
+# List fields of the core kinds that strategic merge patch merges by a key instead of replacing.
 MERGE_KEYS = {
     "containers": "name",
     "initContainers": "name",
@@ -49,8 +51,15 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """Strategic merge: like merge patch, but keyed lists merge item by item and `$patch`
+def strategic(group: str) -> Callable[[Any, Any], Any]:
+    """Strategic merge for a built-in group's kinds: the core kinds' keyed lists merge by their keys; every
+    list of the RBAC and NetworkPolicy kinds is atomic (`+listType=atomic`), replaced whole (a
+    NetworkPolicy's `ports` are not a container's)."""
+    return strategic_merge_patch if not group else functools.partial(strategic_merge_patch, keys={})
+
+
+def strategic_merge_patch(target: Any, patch: Any, keys: Mapping[str, str] = MERGE_KEYS) -> Any:
+    """Strategic merge: like merge patch, but lists named in `keys` merge item by item and `$patch`
     / `$setElementOrder` / `$retainKeys` / `$deleteFromPrimitiveList` directives are honoured."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
@@ -70,16 +79,16 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
             continue
         if value is None:
             result.pop(key, None)
-        elif isinstance(value, list) and key in MERGE_KEYS and isinstance(result.get(key), list):
-            result[key] = _merge_list(result[key], value, MERGE_KEYS[key])
+        elif isinstance(value, list) and key in keys and isinstance(result.get(key), list):
+            result[key] = _merge_list(result[key], value, keys[key], keys)
         else:
-            result[key] = strategic_merge_patch(result.get(key), value)
+            result[key] = strategic_merge_patch(result.get(key), value, keys)
     if isinstance(retain, list):
         result = {k: v for k, v in result.items() if k in retain}
     return result
 
 
-def _merge_list(current: list[Any], patch: list[Any], key: str) -> list[Any]:
+def _merge_list(current: list[Any], patch: list[Any], key: str, keys: Mapping[str, str]) -> list[Any]:
     out = copy.deepcopy(current)
     for item in patch:
         if not isinstance(item, dict) or key not in item:
@@ -90,9 +99,9 @@ def _merge_list(current: list[Any], patch: list[Any], key: str) -> list[Any]:
             if idx is not None:
                 out.pop(idx)
         elif idx is None:
-            out.append(strategic_merge_patch({}, item))
+            out.append(strategic_merge_patch({}, item, keys))
         else:
-            out[idx] = strategic_merge_patch(out[idx], item)
+            out[idx] = strategic_merge_patch(out[idx], item, keys)
     return out
 
 

@@ -98,7 +98,7 @@ def test_launcher_pod(job):
     assert (v1.spec.hostname, v1.spec.subdomain, v1.spec.restart_policy) == ("pi-launcher-0-0", "pi", "Never")
     assert v1.status.phase == "Pending"
     (c,) = v1.spec.containers
-    assert c.name == "node" and c.command == ["mpirun", "hostname"] and c.security_context.run_as_user == 1000
+    assert c.name == "node" and c.command == ["mpirun", "hostname"] and c.security_context is None
     assert {e.name: e.value for e in c.env}["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"
     mounts = {m.name: m.mount_path for m in c.volume_mounts}
     token = next(n for n in mounts if n.startswith("kube-api-access-"))
@@ -126,6 +126,19 @@ def test_node_pod(job):
     assert v1.spec.hostname == "pi-node-0-1"
     assert {e.name: e.value for e in c.env}["JOB_COMPLETION_INDEX"] == "1"
     assert v1.metadata.labels["batch.kubernetes.io/job-completion-index"] == "1"
+
+
+def test_an_admitted_pod_shows_the_ids_its_scc_decided(job):
+    """As OpenShift's SCC admission writes into the pod it admits: the ids it runs as, and which SCC."""
+    _, plan, owner = job
+    launcher = dataclasses.replace(plan.pods[-1], run_as_user=1000660000, run_as_group=1000660000,
+                                   fs_group=1000660000, scc="restricted-v2")
+    pod = render_pod(plan, launcher, owner)
+    assert_strict(pod, "IoK8sApiCoreV1Pod")
+    assert pod["metadata"]["annotations"]["openshift.io/scc"] == "restricted-v2"
+    assert pod["spec"]["containers"][0]["securityContext"] == {"runAsUser": 1000660000, "runAsGroup": 1000660000}
+    assert pod["spec"]["securityContext"] == {"fsGroup": 1000660000}
+    assert "securityContext" not in render_pod(plan, dataclasses.replace(launcher, fs_group=None), owner)["spec"]
 
 
 def test_render_does_not_share_state_with_the_plan(job):

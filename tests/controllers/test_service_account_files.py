@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mpijob.api import scc
 from mpijob.api.plan import resolve
 from mpijob.api.runtimes import bundled
 from mpijob.controllers.kubelet.sandbox import (
@@ -30,6 +31,7 @@ TRAINJOB = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
             "metadata": {"name": "pi", "namespace": "team-a", "uid": "0b7c5b1e-1111-2222-3333-444455556666"},
             "spec": {"runtimeRef": {"name": "mpi-distributed"}, "trainer": {"numNodes": 1}}}
 FILES = ServiceAccountFiles("header.body.signature", "team-a", b"-----BEGIN CERTIFICATE-----\n")
+RANGES = scc.Ranges(scc.IdRange(1000660000, 10000), scc.IdRange(1000660000, 10000))
 
 
 @pytest.fixture
@@ -58,9 +60,10 @@ def test_the_token_is_readable_by_the_pod_user_only(tmp_path: Path, plan) -> Non
 def test_the_token_belongs_to_the_pods_run_as_user(tmp_path: Path, plan) -> None:
     assert os.geteuid() == 0, "giving a file to the pod's user needs root (CI runs as root)"
     files = JobFiles(tmp_path / "job", NAMESPACE)
-    launcher = plan.pods[-1]
-    user = job_user(plan, launcher, NAMESPACE)
-    assert user.uid == 1000  # the runtime's runAsUser
+    admitted = scc.admit(plan, RANGES, lambda pod: frozenset(), "alice")
+    launcher = admitted.pods[-1]
+    user = job_user(admitted, launcher, NAMESPACE)
+    assert (user.uid, user.name) == (1000660000, "mpiuser")  # its namespace's first UID (api/scc.py)
     files.write_service_account(launcher, user, FILES)
     token = files.service_account_dir(launcher) / "token"
     assert (token.stat().st_uid, token.stat().st_gid) == (user.uid, user.gid)

@@ -41,7 +41,7 @@ RANK_LINE = re.compile(r"^rank=(\d+) size=(\d+) host=(\S+) greeting=(.*) user=(\
 
 
 def test_server_runs_the_namespace_sandbox(server: ServerInfo) -> None:
-    """What this file checks (/etc/mpi/hostfile, runAsUser 1000, a private home) is the namespace
+    """What this file checks (/etc/mpi/hostfile, the namespace's UID, a private home) is the namespace
     sandbox's promise; the unprivileged process fallback is tested in tests/controllers."""
     assert server.sandbox_mode == "namespace", "run the e2e tests as root on a machine where unshare works"
 
@@ -81,7 +81,8 @@ def test_launcher_sees_trainer_hostfile(run: dict[str, Any]) -> None:
     assert "hostfile-mode=444" in run["log"]
 
 
-def test_every_rank_runs_as_the_job_user_with_env_and_home(run: dict[str, Any]) -> None:
+def test_every_rank_runs_as_the_job_user_with_env_and_home(api: httpx.Client, run: dict[str, Any]) -> None:
+    uids = api.get("/api/v1/namespaces/default").json()["metadata"]["annotations"]["openshift.io/sa.scc.uid-range"]
     ranks = {int(m[0]): m for m in RANK_LINE.findall(run["log"])}
     assert sorted(ranks) == [0, 1, 2], run["log"]
     hosts = {m[2] for m in ranks.values()}
@@ -89,7 +90,7 @@ def test_every_rank_runs_as_the_job_user_with_env_and_home(run: dict[str, Any]) 
     for rank, size, _host, greeting, user, uid, home, writable in ranks.values():
         assert size == "3"
         assert greeting == GREETING  # trainer.env reached remote ranks too
-        assert (user, uid) == ("mpiuser", "1000")  # runAsUser honoured: not root
+        assert (user, uid) == ("mpiuser", uids.split("/")[0])  # its namespace's first UID (restricted-v2)
         assert home == "/home/mpiuser" and writable == "yes", rank
 
 

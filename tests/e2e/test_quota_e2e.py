@@ -50,10 +50,8 @@ def manifest(name: str, gpus: int, suspend: bool = True) -> str:
 
 
 def create_quota(kc: Kubectl, ns: str, name: str, hard: dict[str, str]) -> None:
-    """`kubectl apply` of a ResourceQuota (`kubectl create quota` sends protobuf, which the local
-    cluster does not decode for this kind)."""
-    body = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name}, "spec": {"hard": hard}}
-    assert "created" in kc("apply", "-n", ns, "-f", "-", input=json.dumps(body)).stdout
+    spec = ",".join(f"{k}={v}" for k, v in hard.items())
+    assert "created" in kc("create", "quota", name, "-n", ns, f"--hard={spec}").stdout
 
 
 def described(kc: Kubectl, name: str) -> dict[str, tuple[str, str]]:
@@ -139,6 +137,9 @@ def test_a_finished_job_releases_its_usage_and_limit_range_defaults_count(quota_
     kc("patch", "trainjob", "quick", "-n", ns, "--type=merge", "-p", '{"spec":{"suspend":false}}')
     kc("wait", "-n", ns, "--for=condition=Complete", "trainjob/quick", "--timeout=120s", timeout=150)
     wait_for(lambda: compute() == {"limits.memory": ("0", "1Gi"), "requests.cpu": ("0", "1")}, "usage released")
+    pods = json.loads(kc("get", "pods", "-n", ns, "-l", "jobset.sigs.k8s.io/jobset-name=quick", "-o", "json").stdout)
+    defaults = {"limits": {"cpu": "1", "memory": "256Mi"}, "requests": {"cpu": "250m", "memory": "128Mi"}}
+    assert [p["spec"]["containers"][0]["resources"] for p in pods["items"]] == [defaults, defaults]  # as LimitRanger
 
     refused = kc("apply", "-n", ns, "-f", "-", input=job("greedy", cpu="4"), check=False)
     assert refused.returncode == 1

@@ -101,7 +101,8 @@ def test_a_pod_lists_pods_with_its_token_once_its_account_may(api: httpx.Client,
     launcher, said, log = _run(api, "sa-denied", namespace)
     lines = said.splitlines()
     assert "env 10.96.0.1 443" in lines  # the `kubernetes` Service, in the job's own network: a relay to us
-    assert "token 0o600 mine 1000" in lines  # the runtime's runAsUser, and only it, may read it
+    uids = api.get(f"/api/v1/namespaces/{namespace}").json()["metadata"]["annotations"]["openshift.io/sa.scc.uid-range"]
+    assert f"token 0o600 mine {uids.split('/')[0]}" in lines  # the pod's user (its namespace's), and only it
     assert f"namespace {namespace}" in lines and "ca True" in lines
     assert "list denied 403 Forbidden" in lines, said
     assert f"rank token {namespace} 10.96.0.1" in log  # a rank on the node pod too

@@ -43,6 +43,8 @@ CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n
 TRAINJOB = ("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: {name}\nspec:\n"
             "  suspend: true\n  runtimeRef:\n    name: mpi-distributed\n  trainer:\n    numNodes: 1\n"
             "    command: [\"true\"]\n")
+NETWORKPOLICY = ("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: {name}\nspec:\n"
+                 "  podSelector: {{}}\n  policyTypes: [Ingress]\n")
 
 
 def _denied(proc: subprocess.CompletedProcess[str], user: str, verb: str, resource: str, group: str, ns: str) -> None:
@@ -55,6 +57,7 @@ def _denied(proc: subprocess.CompletedProcess[str], user: str, verb: str, resour
 @pytest.mark.parametrize(("resource", "manifest", "group", "kind"), [
     ("configmaps", CONFIGMAP, "", "configmap"),
     ("trainjobs", TRAINJOB, "trainer.kubeflow.org", "trainjob.trainer.kubeflow.org"),
+    ("networkpolicies", NETWORKPOLICY, "networking.k8s.io", "networkpolicy.networking.k8s.io"),
 ])
 def test_every_verb_is_allowed_at_home_and_refused_next_door(tenants: dict[str, Any], resource: str, manifest: str,
                                                               group: str, kind: str) -> None:
@@ -85,6 +88,26 @@ def test_every_verb_is_allowed_at_home_and_refused_next_door(tenants: dict[str, 
         _denied(k("delete", resource, name, "-n", away, check=False), user, "delete", resource, group, away)
         _denied(k("delete", resource, "--all", "-n", away, check=False), user, "list", resource, group, away)
         assert "deleted" in k("delete", resource, name, "-n", home).stdout
+
+
+def test_a_viewer_reads_network_policies_and_may_not_write_them(server: Any, kubectl: Kubectl,
+                                                                tenants: dict[str, Any],
+                                                                tmp_path_factory: pytest.TempPathFactory) -> None:
+    a, viewer = tenants["a"], f"viewer-{uuid.uuid4().hex[:5]}"
+    kubectl("create", "rolebinding", f"{viewer}-view", "--clusterrole=view", f"--user={viewer}", "-n", a["ns"])
+    k = kubectl_runner(_add_user(server.home, viewer), tmp_path_factory.mktemp(viewer))
+    name = f"np-{uuid.uuid4().hex[:5]}"
+    a["kubectl"]("create", "-n", a["ns"], "-f", "-", input=NETWORKPOLICY.format(name=name))
+    assert name in k("get", "netpol", "-n", a["ns"]).stdout
+    assert name in k("describe", "netpol", name, "-n", a["ns"]).stdout
+    other = NETWORKPOLICY.format(name=name + "-v")
+    _denied(k("create", "-n", a["ns"], "-f", "-", input=other, check=False), viewer, "create", "networkpolicies",
+            "networking.k8s.io", a["ns"])
+    _denied(k("delete", "netpol", name, "-n", a["ns"], check=False), viewer, "delete", "networkpolicies",
+            "networking.k8s.io", a["ns"])
+    assert k("auth", "can-i", "create", "networkpolicies", "-n", a["ns"], check=False).stdout.strip() == "no"
+    assert a["kubectl"]("auth", "can-i", "create", "networkpolicies", "-n", a["ns"]).stdout.strip() == "yes"
+    a["kubectl"]("delete", "netpol", name, "-n", a["ns"])
 
 
 def test_logs_and_cluster_scope_are_refused(tenants: dict[str, Any]) -> None:

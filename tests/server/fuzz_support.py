@@ -175,6 +175,13 @@ def seed_objects(bundled_runtime: dict[str, Any]) -> list[tuple[str, str, dict[s
          obj("trainer.kubeflow.org/v1alpha1", "TrainJob",
              spec={"runtimeRef": {"name": "fuzz-seed"},
                    "trainer": {"numNodes": 1, "command": ["mpirun", "hostname"]}})),
+        (f"/apis/networking.k8s.io/v1/{ns}/networkpolicies", "networking.k8s.io/networkpolicies", obj(
+            "networking.k8s.io/v1", "NetworkPolicy",
+            spec={"podSelector": {"matchExpressions": [{"key": "a", "operator": "In", "values": ["b"]}]},
+                  "policyTypes": ["Ingress", "Egress"],
+                  "ingress": [{"from": [{"podSelector": {}, "namespaceSelector": {"matchLabels": {"a": "b"}}}],
+                               "ports": [{"protocol": "TCP", "port": 80, "endPort": 90}, {"port": "http"}]}],
+                  "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}]}]})),
         (f"{kueue}/resourceflavors", "kueue.x-k8s.io/resourceflavors", obj("kueue.x-k8s.io/v1beta2", "ResourceFlavor")),
         (f"{kueue}/cohorts", "kueue.x-k8s.io/cohorts", obj("kueue.x-k8s.io/v1beta2", "Cohort")),
         (f"{kueue}/clusterqueues", "kueue.x-k8s.io/clusterqueues", obj(

@@ -233,6 +233,7 @@ def test_discovery_names_every_kind_of_route(fuzzer: Fuzzer) -> None:
                    "/openapi/v3/apis/trainer.kubeflow.org/v1alpha1", "/apis/kueue.x-k8s.io/v1beta1",
                    "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs/{name}/status",
                    "/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/workloads/{name}/status",
+                   "/apis/networking.k8s.io/v1/namespaces/{namespace}/networkpolicies/{name}",
                    "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{name}/pendingworkloads",
                    "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues/{name}/pendingworkloads"):
         assert needed in templates, f"{needed} was not discovered"

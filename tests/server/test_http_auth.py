@@ -6,11 +6,15 @@ import base64
 import hashlib
 import ssl
 import stat
+from pathlib import Path
 
 import httpx
 import pytest
 import yaml
 from cryptography import x509
+
+from mpijob.server import tls
+from mpijob.store.home import Home
 
 
 def test_requests_without_or_with_wrong_token_are_401(connect) -> None:  # type: ignore[no-untyped-def]
@@ -29,11 +33,33 @@ def test_plain_http_and_unknown_ca_are_refused(server) -> None:  # type: ignore[
         httpx.get(server.url + "/healthz", verify=ssl.create_default_context(), timeout=5)
 
 
-def test_serving_certificate_names_loopback(server) -> None:  # type: ignore[no-untyped-def]
+def test_serving_certificate_names_loopback_and_the_kubernetes_service(server) -> None:  # type: ignore[no-untyped-def]
+    """As kube-apiserver's: this machine, and the `kubernetes` Service that pods reach in their job's network."""
     cert = x509.load_pem_x509_certificate((server.home / "tls" / "server.crt").read_bytes())
     sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert "localhost" in sans.get_values_for_type(x509.DNSName)
-    assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    assert {"localhost", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"} <= set(
+        sans.get_values_for_type(x509.DNSName))
+    assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == ["127.0.0.1", "10.96.0.1"]
+
+
+def _ips(cert_path: Path) -> list[str]:
+    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    return [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)]
+
+
+def test_a_certificate_without_the_service_address_is_reissued_by_the_same_ca(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home made before pods had networks of their own gets a serving certificate that names the Service,
+    signed by the CA its kubeconfigs already trust."""
+    home = Home(tmp_path).ensure()
+    monkeypatch.setattr(tls, "SAN_IPS", ("127.0.0.1",))  # what an older server issued
+    files = tls.ensure(home)
+    ca = files.ca_cert.read_bytes()
+    assert _ips(files.cert) == ["127.0.0.1"]
+    monkeypatch.undo()
+    tls.ensure(home)
+    assert _ips(files.cert) == ["127.0.0.1", "10.96.0.1"] and files.ca_cert.read_bytes() == ca
 
 
 def test_secret_files_are_private(server) -> None:  # type: ignore[no-untyped-def]

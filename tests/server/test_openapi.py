@@ -34,8 +34,8 @@ def _flat(text: str) -> str:
 
 
 def _expected_name(group: str, version: str, kind: str) -> str:
-    if group == "rbac.authorization.k8s.io":  # a built-in group: kube's own name
-        return f"io.k8s.api.rbac.{version}.{kind}"
+    if group in ("rbac.authorization.k8s.io", "networking.k8s.io"):  # a built-in group: kube's own name
+        return f"io.k8s.api.{group.split('.')[0]}.{version}.{kind}"
     return f"io.k8s.api.core.v1.{kind}" if not group else crd_definition_name(group, version, kind)
 
 

@@ -11,9 +11,10 @@ from typing import Any
 
 from mpijob.api import Obj, names
 from mpijob.api.errors import Cause
-from mpijob.api.labels import is_label_value, is_qualified_name
+from mpijob.api.labels import is_qualified_name
 from mpijob.api.quantity import parse_quantity
 from mpijob.api.schema import show
+from mpijob.api.selectors import selector_causes
 
 _QUALIFIED_HELP = ("must be a qualified name: an optional DNS prefix and '/', then at most 63 letters, digits, "
                    "'-', '_' or '.', starting and ending with a letter or digit (e.g. 'nvidia.com/gpu')")
@@ -34,7 +35,7 @@ def _spec(obj: Obj | None) -> Obj:
 def _cluster_queue(obj: Obj, _: Obj | None) -> list[Cause]:
     spec = _spec(obj)
     out = _resource_groups(spec.get("resourceGroups") or [], bool(spec.get("cohortName")), "cohort")
-    out += _selector(spec.get("namespaceSelector"), "spec.namespaceSelector")
+    out += selector_causes(spec.get("namespaceSelector"), "spec.namespaceSelector")
     pre = spec.get("preemption") or {}
     if pre.get("reclaimWithinCohort") == "Never" and (pre.get("borrowWithinCohort") or {}).get("policy",
                                                                                                "Never") != "Never":
@@ -143,31 +144,6 @@ def _flavor_quotas(flavor: Obj, covered: list[str], has_parent: bool, parent_wor
     return out
 
 
-def _selector(selector: Obj | None, where: str) -> list[Cause]:
-    if not selector:
-        return []
-    out: list[Cause] = []
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if not is_qualified_name(key):
-            out.append(Cause(f"{where}.matchLabels", f"Invalid value: {show(key)}: {_QUALIFIED_HELP}"))
-        if not is_label_value(value):
-            out.append(Cause(f"{where}.matchLabels", f"Invalid value: {show(value)}: a label value is at most 63 "
-                                                     "letters, digits, '-', '_' or '.', starting and ending with a "
-                                                     "letter or digit (or empty)"))
-    for i, req in enumerate(selector.get("matchExpressions") or []):
-        rwhere = f"{where}.matchExpressions[{i}]"
-        if not is_qualified_name(req["key"]):
-            out.append(Cause(f"{rwhere}.key", f"Invalid value: {show(req['key'])}: {_QUALIFIED_HELP}"))
-        values, op = req.get("values") or [], req["operator"]
-        if op in ("In", "NotIn") and not values:
-            out.append(Cause(f"{rwhere}.values", "Required value: must be specified when `operator` is 'In' or "
-                                                 "'NotIn'", "FieldValueRequired"))
-        if op in ("Exists", "DoesNotExist") and values:
-            out.append(Cause(f"{rwhere}.values", "Forbidden: may not be specified when `operator` is 'Exists' or "
-                                                 "'DoesNotExist'; remove values", "FieldValueForbidden"))
-    return out
-
-
 # --- LocalQueue, ResourceFlavor ----------------------------------------------------------------
 
 def _local_queue(obj: Obj, old: Obj | None) -> list[Cause]:
@@ -181,7 +157,7 @@ def _local_queue(obj: Obj, old: Obj | None) -> list[Cause]:
 def _resource_flavor(obj: Obj, old: Obj | None) -> list[Cause]:
     spec, out = _spec(obj), []
     labels = spec.get("nodeLabels") or {}
-    out += _selector({"matchLabels": labels}, "spec.nodeLabels") if labels else []
+    out += selector_causes({"matchLabels": labels}, "spec.nodeLabels") if labels else []
     out = [Cause("spec.nodeLabels", c.message, c.reason) for c in out]
     if spec.get("topologyName") and not labels:
         out.append(Cause("spec", "Invalid value: at least one nodeLabel is required when topology is set; add "

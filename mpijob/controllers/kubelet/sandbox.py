@@ -131,8 +131,9 @@ class User:
 
 
 def job_user(plan: RunPlan, pod: PodPlan, mode: str) -> User:
-    """Who the pod runs as. Namespace mode honours runAsUser (never root unless asked); the process
-    mode runs everything as the server's own user."""
+    """Who the pod runs as. Namespace mode honours the ids its SCC admission wrote into the plan
+    (`api/scc.py`: its namespace's first UID unless it asked for another and may use it); the process
+    mode runs everything as the server's own user (the namespaces' ranges are not applied there)."""
     if mode == PROCESS:
         pw = pwd.getpwuid(os.geteuid())
         return User(pw.pw_uid, pw.pw_gid, pw.pw_name, pw.pw_dir)

@@ -29,7 +29,7 @@ from mpijob.api.resources import (
 )
 from mpijob.api.selectors import parse_labels
 from mpijob.controllers import conditions as cond
-from mpijob.controllers import events
+from mpijob.controllers import events, scc
 from mpijob.controllers.kubelet.addresses import AddressPool, CorePool, DevicePool, crowding
 from mpijob.controllers.kubelet.sandbox import (
     NAMESPACE,
@@ -40,12 +40,14 @@ from mpijob.controllers.kubelet.sandbox import (
     job_user,
 )
 from mpijob.controllers.kueue.workloads import render_workload
+from mpijob.controllers.quota import limit_ranges, with_limit_ranges
 from mpijob.controllers.trainer import deadline
 from mpijob.controllers.trainer.runner import JobRunner, Outcome, Stop, Then
 from mpijob.store import audit
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
+from mpijob.store.users import identity
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +105,7 @@ class TrainJobController:
             if cond.set_condition(tj, names.SUSPENDED, True, names.REASON_SUSPENDED, "TrainJob is suspended"):
                 tj = self.store.update(TRAINJOBS, tj, status=True)
             try:  # created suspended, it still gets its (inactive) Workload, as under Kueue
-                plan: RunPlan | None = resolve(tj, self._runtime(tj))
+                plan: RunPlan | None = self._plan(tj)
             except ApiError:
                 plan = None  # its runtime is missing or unusable: it fails when it is resumed
             self._sync_workload(tj, plan, render.owner_reference(tj) if plan else None)
@@ -120,7 +122,7 @@ class TrainJobController:
         if current is None or current["metadata"]["uid"] != uid:
             return  # a late event of a TrainJob deleted since: nothing may be started for it
         try:
-            plan = resolve(tj, self._runtime(tj))
+            plan = self._plan(tj)
         except ApiError as e:
             self.finish(tj, Outcome(False, names.REASON_RUNTIME_NOT_SUPPORTED, e.message))
             return
@@ -131,6 +133,10 @@ class TrainJobController:
         accounts = self._service_accounts(tj, plan)
         if accounts is None:
             return
+        admitted = self._admit_pods(tj, plan)
+        if admitted is None:
+            return
+        plan = admitted
         private_pem, public_line = self._ensure_secret(plan, owner)
         self.store.ensure(CONFIGMAPS, render.render_hostfile_configmap(plan, owner))
         stored = {pod.name: self.store.ensure(PODS, render.render_pod(plan, pod, owner, accounts[pod.name]))
@@ -164,6 +170,17 @@ class TrainJobController:
                 return None
             accounts[pod.name] = account
         return accounts
+
+    def _admit_pods(self, tj: Obj, plan: RunPlan) -> RunPlan | None:
+        """The plan with the ids its pods run as, from OpenShift's SCC admission (`controllers/scc.py`),
+        asked again for the job's creator since its runtime may have changed after the TrainJob was
+        admitted; None, and the job failed with the refusal, when a pod may not run as it asks."""
+        requester = (tj["metadata"].get("annotations") or {}).get(names.ANNOTATION_REQUESTER)
+        try:
+            return scc.admit(self.store, plan, identity(self.home.tokens, requester) if requester else None)
+        except ApiError as e:
+            self.finish(tj, Outcome(False, names.REASON_FAILED_JOBS, e.message))
+            return None
 
     def _write_service_accounts(self, files: JobFiles, plan: RunPlan, accounts: dict[str, Obj],
                                 stored: dict[str, Obj]) -> None:
@@ -267,6 +284,10 @@ class TrainJobController:
         evicted = cond.get(wl, names.EVICTED) if wl else None
         reason = (evicted.get("reason") if evicted and evicted.get("status") == "True" else None) or names.EVICTED
         await self.stop(meta["uid"], Stop.evicted(reason, message))
+
+    def _plan(self, tj: Obj) -> RunPlan:
+        """What the job runs, its containers' resources defaulted by the namespace's LimitRanges."""
+        return with_limit_ranges(resolve(tj, self._runtime(tj)), limit_ranges(self.store, tj["metadata"]["namespace"]))
 
     def _runtime(self, tj: Obj) -> Obj:
         ref = tj["spec"]["runtimeRef"]

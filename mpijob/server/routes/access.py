@@ -140,10 +140,10 @@ def user_object(user: rbac.User, token: str = "") -> Obj:
 
 
 def _find(request: Request, name: str) -> rbac.User:
-    for user in _tokens(request).users():
-        if user.name == name:
-            return user
-    raise errors.not_found("users", name, names.MPIJOB_GROUP)
+    user = _tokens(request).user(name)
+    if user is None:
+        raise errors.not_found("users", name, names.MPIJOB_GROUP)
+    return user
 
 
 @router.get(USERS)

@@ -168,12 +168,13 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
     stored, obj = to_storage(res, obj)
     dropped = admission.unknown_fields(res, obj, request.query_params.get("fieldValidation"))
     _requester(request, stored, obj, None)
+    admission.uid_ranges(cluster.store, stored, obj, None)
     obj = admission.admit(stored, _fresh(stored, obj), None)
-    admission.check_references(cluster.store, stored, obj)
+    admission.check_references(cluster.store, stored, obj, authz.user_of(request.scope))
     authz.check_escalation(cluster.store, request.scope, stored, obj)
     if cluster.store.try_get(stored, ns, name) is not None:
         raise errors.already_exists(res.plural, name, res.group)
-    warnings = dropped + admission.warnings(stored, obj, None)
+    warnings = dropped + admission.warnings(stored, obj, None, cluster.sandbox_mode)
     if _dry_run(request):
         meta = obj["metadata"]
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
@@ -190,9 +191,10 @@ def _write(request: Request, cluster: Cluster, res: Resource, client_res: Resour
     finish a pending deletion once its last finalizer is gone."""
     dropped = admission.unknown_fields(client_res, new, request.query_params.get("fieldValidation"))
     _requester(request, res, new, old)
+    admission.uid_ranges(cluster.store, res, new, old)
     new = admission.admit(res, new, old)
     authz.check_escalation(cluster.store, request.scope, res, new)
-    warnings = dropped + ([] if status else admission.warnings(res, new, old))
+    warnings = dropped + ([] if status else admission.warnings(res, new, old, cluster.sandbox_mode))
     if _dry_run(request):
         return _render(request, client_res, new, warnings=warnings)
     stored = cluster.store.update(res, new, status=status)
@@ -235,8 +237,8 @@ async def patch_object(request: Request, cluster: Cluster, t: Target) -> Respons
     if ctype == patch.APPLY:
         return await _apply(request, cluster, t)
     appliers = {patch.MERGE: patch.merge_patch, patch.JSON_PATCH: patch.json_patch}
-    if not res.group:  # strategic merge needs Go struct tags: built-in kinds only, as in kube
-        appliers[patch.STRATEGIC] = patch.strategic_merge_patch
+    if res.builtin:  # strategic merge needs Go struct tags: built-in kinds only, as in kube
+        appliers[patch.STRATEGIC] = patch.strategic(res.group)
     if ctype not in appliers:
         raise errors.ApiError(415, "UnsupportedMediaType",
                               f"the body of the request was in an unknown format - accepted media types "
@@ -313,7 +315,7 @@ def _delete_one(request: Request, cluster: Cluster, res: Resource, ns: str, name
 
 def _deleted_response(res: Resource, obj: Obj) -> Obj:
     """Custom resources and pods answer with the object; other built-in kinds with Status Success."""
-    if res.group or res.plural in ("pods", "namespaces") or obj["metadata"].get("deletionTimestamp"):
+    if not res.builtin or res.plural in ("pods", "namespaces") or obj["metadata"].get("deletionTimestamp"):
         return obj
     meta = obj["metadata"]
     return success_status(meta["name"], res.group, res.plural, meta.get("uid", ""))
