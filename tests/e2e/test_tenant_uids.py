@@ -31,18 +31,16 @@ from e2e_support import (
     job_dirs,
     job_pods,
     job_processes,
-    kubectl_runner,
     launcher_of,
     pod_log,
     trainjob,
+    two_tenants,
     wait_finished,
     wait_for,
     wait_log,
 )
-from typer.testing import CliRunner
 
 from mpijob.api.runtimes import bundled
-from mpijob.cli.main import app
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 UID_RANGE = "openshift.io/sa.scc.uid-range"
@@ -52,17 +50,7 @@ IDS_LINE = re.compile(r"^ids (\S+) (\d+) (\d+) ([\d ]+)$", re.MULTILINE)
 
 @pytest.fixture(scope="module")
 def tenants(server: Any, kubectl: Kubectl, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    suffix = uuid.uuid4().hex[:5]
-    out: dict[str, Any] = {}
-    for team in ("a", "b"):
-        user, ns = f"uid-{team}-{suffix}", f"uids-{team}-{suffix}"
-        kubectl("create", "namespace", ns)
-        kubectl("create", "rolebinding", f"{user}-edit", "--clusterrole=edit", f"--user={user}", "-n", ns)
-        r = CliRunner().invoke(app, ["user", "add", user], env={"MPIJOB_HOME": str(server.home), "KUBECONFIG": None})
-        assert r.exit_code == 0, r.stderr
-        config = Path(r.stdout.strip().splitlines()[-1])
-        out[team] = {"user": user, "ns": ns, "kubectl": kubectl_runner(config, tmp_path_factory.mktemp(user))}
-    return out
+    return two_tenants(server.home, kubectl, tmp_path_factory.mktemp, "uid", "uids")
 
 
 def first_uid(api: httpx.Client, ns: str) -> int:

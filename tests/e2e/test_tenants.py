@@ -7,35 +7,17 @@ from __future__ import annotations
 import subprocess
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import kubectl_runner
-from typer.testing import CliRunner
-
-from mpijob.cli.main import app
+from e2e_support import add_user, kubectl_runner, two_tenants
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def _add_user(home: Path, name: str) -> Path:
-    r = CliRunner().invoke(app, ["user", "add", name], env={"MPIJOB_HOME": str(home), "KUBECONFIG": None})
-    assert r.exit_code == 0, r.stderr
-    return Path(r.stdout.strip().splitlines()[-1])
-
-
 @pytest.fixture(scope="module")
 def tenants(server: Any, kubectl: Kubectl, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    suffix = uuid.uuid4().hex[:5]
-    out: dict[str, Any] = {}
-    for team in ("a", "b"):
-        user, ns = f"tenant-{team}-{suffix}", f"team-{team}-{suffix}"
-        kubectl("create", "namespace", ns)
-        kubectl("create", "rolebinding", f"{user}-edit", "--clusterrole=edit", f"--user={user}", "-n", ns)
-        config = _add_user(server.home, user)
-        out[team] = {"user": user, "ns": ns, "kubectl": kubectl_runner(config, tmp_path_factory.mktemp(user))}
-    return out
+    return two_tenants(server.home, kubectl, tmp_path_factory.mktemp, "tenant", "team")
 
 
 PATCH = '{"metadata":{"labels":{"tenant":"yes"}}}'
@@ -95,7 +77,7 @@ def test_a_viewer_reads_network_policies_and_may_not_write_them(server: Any, kub
                                                                 tmp_path_factory: pytest.TempPathFactory) -> None:
     a, viewer = tenants["a"], f"viewer-{uuid.uuid4().hex[:5]}"
     kubectl("create", "rolebinding", f"{viewer}-view", "--clusterrole=view", f"--user={viewer}", "-n", a["ns"])
-    k = kubectl_runner(_add_user(server.home, viewer), tmp_path_factory.mktemp(viewer))
+    k = kubectl_runner(add_user(server.home, viewer), tmp_path_factory.mktemp(viewer))
     name = f"np-{uuid.uuid4().hex[:5]}"
     a["kubectl"]("create", "-n", a["ns"], "-f", "-", input=NETWORKPOLICY.format(name=name))
     assert name in k("get", "netpol", "-n", a["ns"]).stdout
