@@ -5,7 +5,8 @@ create 2-node jobs with the real kubectl:
 * every rank runs as its namespace's first UID (`id -u`, `id -g`, `id -G`), a different one per tenant,
   and the pod objects say so, as OpenShift's admission writes them;
 * a team-b rank cannot read team-a's home (through `/proc/<pid>/root` of a running team-a rank: Unix
-  permissions, not only mount namespaces) nor its job directory;
+  permissions, not only mount namespaces) nor its job directory; team b's launcher reaches its own node's
+  sshd but not team a's node at its pod address;
 * a job asking for `runAsUser: 0` is refused with OpenShift's words and creates nothing, until an admin
   binds `system:openshift:scc:anyuid` to the tenant: then it runs as root;
 * a runtime changed to root after its job was admitted fails the job when it starts, and no pod exists.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shlex
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
@@ -86,12 +88,17 @@ def running_a(api: httpx.Client, home: Path, tenants: dict[str, Any]) -> Iterato
 def test_each_tenants_ranks_run_as_its_namespaces_uid(api: httpx.Client, tenants: dict[str, Any],
                                                       running_a: dict[str, Any]) -> None:
     b = tenants["b"]
-    # team b's ranks also try to read what team a's rank left in its home, and team a's job directory
+    # team b's ranks also try to read what team a's rank left in its home, and team a's job directory, and
+    # to reach team a's node (its sshd listens at its pod address) beside their own job's node
     pid, key = running_a["pids"][0], running_a["job_dir"] / "ssh" / "id_rsa"
     assert Path(f"/proc/{pid}/root/home/mpiuser/secret").read_text() == "secret of team a\n"  # root may
+    (node_a,) = [p["status"]["podIP"] for p in by_role(job_pods(api, "uid-a", tenants["a"]["ns"]), "node")]
+    reach = "timeout 5 bash -c 'exec 3<>/dev/tcp/$0/2222 && head -c 7 <&3' {} 2>&1 | tail -1"
     rank = (f'{IDS}; cat /proc/{pid}/root/home/mpiuser/secret 2>&1 | sed "s/^/home: /"; '
             f'cat {key} 2>&1 | sed "s/^/key: /"')
-    submit(b, trainjob("uid-b", ["mpirun", "bash", "-c", rank], num_nodes=2))
+    launcher = (f'echo "own-node $({reach.format("uid-b-node-0-0.uid-b")})"; '
+                f'echo "team-a-node $({reach.format(node_a)})"; mpirun bash -c {shlex.quote(rank)}')
+    submit(b, trainjob("uid-b", ["bash", "-c", launcher], num_nodes=2))
     done = wait_finished(api, "uid-b", b["ns"])
     log_b = pod_log(api, launcher_of(job_pods(api, "uid-b", b["ns"]))["metadata"]["name"], b["ns"])
     assert condition(done, "Complete"), (done["status"], log_b)
@@ -112,6 +119,9 @@ def test_each_tenants_ranks_run_as_its_namespaces_uid(api: httpx.Client, tenants
     keys = [line for line in log_b.splitlines() if line.startswith("key: ")]
     assert len(keys) == 2 and all(k.endswith(("Permission denied", "No such file or directory")) for k in keys), log_b
     assert "secret of team a" not in log_b and "PRIVATE KEY" not in log_b
+    assert re.findall(r"^own-node (.*)$", log_b, re.MULTILINE) == ["SSH-2.0"], log_b  # inside the job: works
+    (other,) = re.findall(r"^team-a-node (.*)$", log_b, re.MULTILINE)  # the other tenant's pod: refused
+    assert "Connection refused" in other and "SSH" not in other, log_b
 
 
 def test_the_pods_show_what_they_run_as(api: httpx.Client, tenants: dict[str, Any],
