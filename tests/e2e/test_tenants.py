@@ -25,6 +25,8 @@ CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n
 TRAINJOB = ("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: {name}\nspec:\n"
             "  suspend: true\n  runtimeRef:\n    name: mpi-distributed\n  trainer:\n    numNodes: 1\n"
             "    command: [\"true\"]\n")
+SECRET = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\nstringData:\n  password: hunter2\n"
+SERVICEACCOUNT = "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {name}\n"
 NETWORKPOLICY = ("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: {name}\nspec:\n"
                  "  podSelector: {{}}\n  policyTypes: [Ingress]\n")
 
@@ -38,6 +40,8 @@ def _denied(proc: subprocess.CompletedProcess[str], user: str, verb: str, resour
 
 @pytest.mark.parametrize(("resource", "manifest", "group", "kind"), [
     ("configmaps", CONFIGMAP, "", "configmap"),
+    ("secrets", SECRET, "", "secret"),
+    ("serviceaccounts", SERVICEACCOUNT, "", "serviceaccount"),
     ("trainjobs", TRAINJOB, "trainer.kubeflow.org", "trainjob.trainer.kubeflow.org"),
     ("networkpolicies", NETWORKPOLICY, "networking.k8s.io", "networkpolicy.networking.k8s.io"),
 ])
