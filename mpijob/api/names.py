@@ -270,6 +270,10 @@ SERVICE_ACCOUNT_NAMESPACE_PATH = "namespace"  # the pod's namespace (downward AP
 SERVICE_ACCOUNT_TOKEN_EXPIRATION = 3607  # the admission plugin's expirationSeconds
 PROJECTED_DEFAULT_MODE = 0o644  # 420, the projected volume's defaultMode as kube writes it
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"  # the ConfigMap kube's root-ca-cert-publisher puts in every namespace
+ANNOTATION_DESCRIPTION = "kubernetes.io/description"
+ROOT_CA_DESCRIPTION = ("Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
+                       "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "
+                       "guaranteed across distributions of Kubernetes clusters.")  # kube's, verbatim
 # What the kubelet puts in every container's environment for the `kubernetes` Service of `default`
 # (client-go's `rest.InClusterConfig` reads the first two).
 KUBERNETES_SERVICE_HOST = "KUBERNETES_SERVICE_HOST"

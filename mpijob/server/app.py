@@ -44,7 +44,7 @@ def create_app(home: Home) -> FastAPI:
         cluster = Cluster(home=home, store=store)
         app.state.cluster = cluster
         admission.warm()
-        bootstrap.run(store)
+        bootstrap.run(store, home.ca_pem())
         if controllers_enabled():
             from mpijob.controllers.manager import Manager
 

@@ -12,7 +12,14 @@ import logging
 from typing import Any
 
 from mpijob.api import rbac_policy, scc
-from mpijob.api.names import ANNOTATION_RBAC_AUTOUPDATE, DEFAULT_SERVICE_ACCOUNT, LABEL_APP_NAME
+from mpijob.api.names import (
+    ANNOTATION_DESCRIPTION,
+    ANNOTATION_RBAC_AUTOUPDATE,
+    DEFAULT_SERVICE_ACCOUNT,
+    LABEL_APP_NAME,
+    ROOT_CA_CONFIGMAP,
+    ROOT_CA_DESCRIPTION,
+)
 from mpijob.api.resources import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
@@ -22,6 +29,7 @@ from mpijob.api.resources import (
     SERVICE_ACCOUNTS,
     Resource,
 )
+from mpijob.api.tokens import CA_FILE
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
@@ -31,7 +39,9 @@ TRAINER_VERSION = "2.1.0"
 VERSION_CONFIGMAP = "kubeflow-trainer-public"
 
 
-def run(store: Store) -> None:
+def run(store: Store, ca_pem: str = "") -> None:
+    """What a new cluster has, made where missing: system namespaces, the bundled runtimes, the RBAC policy,
+    every namespace's UID range and defaults (`namespace_defaults`, with the cluster's CA `ca_pem`)."""
     for ns in SYSTEM_NAMESPACES:
         _create_missing(store, NAMESPACES, {"metadata": {"name": ns}, "spec": {"finalizers": ["kubernetes"]},
                                             "status": {"phase": "Active"}})
@@ -49,7 +59,7 @@ def run(store: Store) -> None:
     rbac_policy_objects(store)
     uid_ranges(store)
     for ns in store.list(NAMESPACES, None)[0]:
-        default_service_account(store, ns["metadata"]["name"])
+        namespace_defaults(store, ns["metadata"]["name"], ca_pem)
 
 
 def rbac_policy_objects(store: Store) -> None:
@@ -75,12 +85,24 @@ def uid_ranges(store: Store) -> None:
             store.update(NAMESPACES, ns)
 
 
-def default_service_account(store: Store, namespace: str) -> None:
-    """A namespace's `default` ServiceAccount (kube's serviceaccounts controller makes it)."""
+def namespace_defaults(store: Store, namespace: str, ca_pem: str) -> None:
+    """What kube's controllers put in every namespace: its `default` ServiceAccount (serviceaccounts
+    controller) and, given the cluster's CA, the `kube-root-ca.crt` ConfigMap holding it as `ca.crt`
+    (root-ca-cert-publisher), which every pod's projected ServiceAccount volume names."""
     if store.try_get(NAMESPACES, "", namespace) is None:
         return
     _create_missing(store, SERVICE_ACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
                                               "metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": namespace}})
+    if not ca_pem:
+        return
+    data = {CA_FILE: ca_pem}
+    current = store.try_get(CONFIGMAPS, namespace, ROOT_CA_CONFIGMAP)
+    if current is None:
+        meta = {"name": ROOT_CA_CONFIGMAP, "namespace": namespace,
+                "annotations": {ANNOTATION_DESCRIPTION: ROOT_CA_DESCRIPTION}}
+        store.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}, namespace)
+    elif current.get("data") != data:  # a new CA: the publisher writes it back
+        store.update(CONFIGMAPS, {**current, "data": data})
 
 
 def _bundled_runtimes() -> list[dict[str, Any]]:

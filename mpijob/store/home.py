@@ -10,6 +10,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpijob.api.tokens import CA_FILE
+
 
 def default_home() -> Path:
     """`$MPIJOB_HOME`, else `$XDG_STATE_HOME/mpijob`, else `~/.local/state/mpijob`."""
@@ -56,6 +58,13 @@ class Home:
     @property
     def tls(self) -> Path:
         return self.root / "tls"
+
+    def ca_pem(self) -> str:
+        """The cluster CA's certificate (PEM), which the server's TLS set-up writes; "" before it exists."""
+        try:
+            return (self.tls / CA_FILE).read_text()
+        except FileNotFoundError:
+            return ""
 
     @property
     def kubeconfig(self) -> Path:

@@ -322,16 +322,21 @@ def test_default_cluster_roles_exist_with_upstreams_labels(admin: httpx.Client) 
 
 
 def test_namespaces_get_a_default_service_account_and_deletion_cascades(
-        admin: httpx.Client, new_user: Callable[..., httpx.Client]) -> None:
+        admin: httpx.Client, server: Any, new_user: Callable[..., httpx.Client]) -> None:
     ns = namespace(admin)
     sa = admin.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default")
     assert sa.status_code == 200
+    root_ca = admin.get(f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt")  # kube's root-ca-cert-publisher
+    assert root_ca.status_code == 200
+    assert root_ca.json()["data"] == {"ca.crt": (server.home / "tls" / "ca.crt").read_text()}
+    assert admin.get("/api/v1/namespaces/default/configmaps/kube-root-ca.crt").status_code == 200  # bootstrap's too
     user = new_user()
     bind(admin, user.user, "edit", ns)
     assert admin.post(f"/api/v1/namespaces/{ns}/configmaps", json={"metadata": {"name": "c"}}).status_code == 201
     assert user.get(f"/api/v1/namespaces/{ns}/configmaps").status_code == 200
     assert admin.delete(f"/api/v1/namespaces/{ns}").status_code == 200
-    for path in (f"/api/v1/namespaces/{ns}/configmaps/c", f"/api/v1/namespaces/{ns}/serviceaccounts/default"):
+    for path in (f"/api/v1/namespaces/{ns}/configmaps/c", f"/api/v1/namespaces/{ns}/serviceaccounts/default",
+                 f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"):
         assert admin.get(path).status_code == 404
     assert admin.get(f"{RBAC}/namespaces/{ns}/rolebindings").json()["items"] == []
     # re-created, the namespace does not bring back the old binding
@@ -378,6 +383,6 @@ def test_a_bindings_role_cannot_be_changed(admin: httpx.Client) -> None:
     assert r.status_code == 422 and r.json()["details"]["causes"][0]["field"] == "roleRef", r.text
     assert "cannot change roleRef" in r.json()["message"]
     assert admin.get(url).json()["roleRef"]["name"] == "view"
-    r = admin.patch(url, json={"subjects": [{"kind": "User", "name": "another", "apiGroup": "rbac.authorization.k8s.io"}]},
-                    headers={"Content-Type": "application/merge-patch+json"})
+    another = {"kind": "User", "name": "another", "apiGroup": "rbac.authorization.k8s.io"}
+    r = admin.patch(url, json={"subjects": [another]}, headers={"Content-Type": "application/merge-patch+json"})
     assert r.status_code == 200 and admin.get(url).json()["subjects"][0]["name"] == "another"

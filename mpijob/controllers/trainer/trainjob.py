@@ -186,11 +186,7 @@ class TrainJobController:
                                 stored: dict[str, Obj]) -> None:
         """As the kubelet fills each pod's projected ServiceAccount volume: a token bound to the stored pod,
         its namespace and the cluster CA; nothing for a pod that does not automount its token."""
-        key = self.home.service_account_key()
-        try:
-            ca = (self.home.tls / tokens.CA_FILE).read_bytes()
-        except FileNotFoundError:
-            ca = b""
+        key, ca = self.home.service_account_key(), self.home.ca_pem().encode()
         for pod in plan.pods:
             account, obj = accounts[pod.name], stored[pod.name]
             mounted = render.automounts(obj.get("spec") or {}, account)

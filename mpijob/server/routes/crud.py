@@ -180,8 +180,8 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
         return _render(request, res, obj, 201, warnings)
     created = cluster.store.create(stored, obj, ns)
-    if stored is NAMESPACES:  # kube's serviceaccounts controller: every namespace has a `default` one
-        bootstrap.default_service_account(cluster.store, name)
+    if stored is NAMESPACES:  # kube's controllers: its `default` ServiceAccount, `kube-root-ca.crt`
+        bootstrap.namespace_defaults(cluster.store, name, cluster.home.ca_pem())
     return _render(request, res, created, 201, warnings)
 
 
