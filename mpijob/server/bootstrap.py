@@ -8,6 +8,7 @@ aggregated, the `default` ServiceAccount and the UID range (OpenShift's annotati
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any
 
@@ -33,6 +34,7 @@ from mpijob.api.tokens import CA_FILE
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
+LEGACY_MPI_USER = 1000  # upstream's runAsUser and fsGroup, which the bundled runtime had before tenant UIDs
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kubeflow-system")
 TRAINER_VERSION = "2.1.0"
@@ -56,6 +58,7 @@ def run(store: Store, ca_pem: str = "") -> None:
     )
     for runtime in _bundled_runtimes():
         _create_missing(store, CLUSTER_TRAINING_RUNTIMES, runtime)
+        _drop_fixed_ids(store, runtime)
     rbac_policy_objects(store)
     uid_ranges(store)
     for ns in store.list(NAMESPACES, None)[0]:
@@ -114,6 +117,25 @@ def _bundled_runtimes() -> list[dict[str, Any]]:
         log.warning("mpijob.api.runtimes is not available: no bundled ClusterTrainingRuntime installed")
         return []
     return bundled()
+
+
+def _drop_fixed_ids(store: Store, runtime: dict[str, Any]) -> None:
+    """Servers before tenant UIDs installed the bundled runtime with upstream's `runAsUser`/`fsGroup` 1000,
+    which restricted-v2 refuses to every tenant: a stored copy that differs from today's by exactly those
+    ids (nobody edited it) becomes today's."""
+    stored = store.try_get(CLUSTER_TRAINING_RUNTIMES, "", runtime["metadata"]["name"])
+    if stored is None:
+        return
+    old = copy.deepcopy(runtime["spec"])
+    for rjob in old["template"]["spec"]["replicatedJobs"]:
+        pod = rjob["template"]["spec"]["template"]["spec"]
+        pod["securityContext"] = {"fsGroup": LEGACY_MPI_USER}
+        for container in pod["containers"]:
+            container["securityContext"] = {"runAsUser": LEGACY_MPI_USER}
+    if stored.get("spec") == old:
+        store.update(CLUSTER_TRAINING_RUNTIMES, {**stored, "spec": runtime["spec"]})
+        log.info("bootstrap: %s no longer fixes its pods' UID (restricted-v2 gives them their namespace's)",
+                 runtime["metadata"]["name"])
 
 
 def _reconcile_role(store: Store, role: dict[str, Any]) -> None:
