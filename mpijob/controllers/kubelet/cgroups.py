@@ -1,8 +1,10 @@
-"""Memory limits per pod through cgroups (v2, else v1), and the kernel's word on OOM kills.
+"""Memory limits per pod through cgroups (v2, else v1), the kernel's word on OOM kills, and what a pod uses.
 
 `resources.limits.memory` becomes the pod cgroup's limit; every process of the pod (ranks started by
 its sshd included) is in it, so an allocation over the limit is OOM-killed by the kernel and the
-kubelet-style status can say `OOMKilled` truthfully. Needs root; without it pods run unlimited.
+kubelet-style status can say `OOMKilled` truthfully. The same cgroup accounts the pod's CPU time and
+memory (`usage`), as cAdvisor reads them for the kubelet; on cgroup v1 the CPU account is a second
+cgroup of the `cpuacct` hierarchy. Needs root; without it pods run unlimited and unaccounted.
 """
 
 from __future__ import annotations
@@ -29,9 +31,19 @@ def _base() -> tuple[Path, int] | None:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """What a pod has used, as the kubelet reports it (`kubectl top`)."""
+
+    cpu_seconds: float | None  # CPU time of all its processes; None where no CPU account exists
+    memory_bytes: int  # working set: memory in use less the inactive file cache, which the kernel can drop
+    memory_peak_bytes: int | None  # the most it has held at once; None where the kernel keeps no peak
+
+
+@dataclass(frozen=True)
 class PodCgroup:
     path: Path
     version: int
+    cpu_path: Path | None = None  # cgroup v1: the pod's cgroup of the cpuacct hierarchy (v2 accounts in `path`)
 
     @classmethod
     def create(cls, cluster_id: str, pod_uid: str, resources: dict) -> PodCgroup | None:
@@ -59,12 +71,38 @@ class PodCgroup:
                     (path / "memory.memsw.limit_in_bytes").write_text(str(quantity_value(limit)))
         except OSError:
             return None
-        return cls(path, version)
+        cpu_path = ROOT / "cpuacct" / "mpijob" / cluster_id / pod_uid if version == 1 else None
+        if cpu_path is not None:
+            try:
+                cpu_path.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                cpu_path = None
+        return cls(path, version, cpu_path)
 
     @property
-    def procs(self) -> Path:
-        """Write a pid here to put it (and what it later forks) in the cgroup."""
-        return self.path / "cgroup.procs"
+    def procs(self) -> list[Path]:
+        """Write a pid to each to put it (and what it later forks) in the pod's cgroups."""
+        return [d / "cgroup.procs" for d in (self.path, self.cpu_path) if d is not None]
+
+    def usage(self) -> Usage | None:
+        """The pod's CPU seconds and memory now (None once its cgroup is gone)."""
+        try:
+            stat = _keyed(self.path / "memory.stat")
+            if self.version == 2:
+                current = int((self.path / "memory.current").read_text())
+                inactive = stat.get("inactive_file", 0)
+                peak_file = self.path / "memory.peak"
+                peak = int(peak_file.read_text()) if peak_file.exists() else None
+                cpu = _keyed(self.path / "cpu.stat").get("usage_usec")
+                seconds = cpu / 1e6 if cpu is not None else None
+            else:
+                current = int((self.path / "memory.usage_in_bytes").read_text())
+                inactive = stat.get("total_inactive_file", 0)
+                peak = int((self.path / "memory.max_usage_in_bytes").read_text())
+                seconds = int((self.cpu_path / "cpuacct.usage").read_text()) / 1e9 if self.cpu_path else None
+        except (OSError, ValueError):
+            return None
+        return Usage(seconds, max(current - inactive, 0), peak)
 
     def oom_kills(self) -> int:
         """How many processes of the pod the kernel OOM-killed."""
@@ -79,8 +117,19 @@ class PodCgroup:
         return 0
 
     def remove(self) -> None:
-        """Drop the cgroup once its processes are gone (the kernel refuses while any remain)."""
-        try:
-            self.path.rmdir()
-        except OSError:
-            pass
+        """Drop the cgroups once their processes are gone (the kernel refuses while any remain)."""
+        for d in (self.path, self.cpu_path):
+            try:
+                d and d.rmdir()
+            except OSError:
+                pass
+
+
+def _keyed(path: Path) -> dict[str, int]:
+    """A cgroup file of `key value` lines (memory.stat, cpu.stat)."""
+    out = {}
+    for line in path.read_text().splitlines():
+        key, _, value = line.partition(" ")
+        if value.strip().isdigit():
+            out[key] = int(value)
+    return out

@@ -31,6 +31,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -281,9 +282,9 @@ class JobFiles:
 
     def argv(
         self, plan: RunPlan, pod: PodPlan, user: User, command: list[str], env: dict[str, str],
-        cgroup_procs: Path | None = None,
+        cgroup_procs: Sequence[Path] = (),
     ) -> list[str]:
-        """The command line that starts the pod in its sandbox (in `cgroup_procs`' cgroup if given)."""
+        """The command line that starts the pod in its sandbox (in the cgroups whose `cgroup.procs` are given)."""
         d = self.pod_dir(pod)
         run_sshd = self.runs_sshd(plan, pod)
         if self.mode == PROCESS:
@@ -306,8 +307,7 @@ class JobFiles:
         # command's status (128 + signal when killed), which util-linux's `unshare --fork` would
         # otherwise turn into a bare 1 for a child killed by a signal.
         script = ["set -e"]
-        if cgroup_procs:
-            script.append(f"echo 0 > {shlex.quote(str(cgroup_procs))}")
+        script += [f"echo 0 > {shlex.quote(str(procs))}" for procs in cgroup_procs]
         script += [  # the pod's own /run and /dev/shm, as a container has: nothing of the host's is relied on
             "mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run",
             f"mkdir -m 0755 {PRIVSEP_DIR}",

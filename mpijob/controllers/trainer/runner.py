@@ -200,7 +200,7 @@ class JobRunner:
         cgroup = PodCgroup.create(self.cluster_id, pod.name, pod.resources) if self.mode == NAMESPACE else None
         if cgroup:
             self.cgroups[pod.name] = cgroup
-        argv = self.files.argv(self.plan, pod, user, [*pod.command, *pod.args], env, cgroup and cgroup.procs)
+        argv = self.files.argv(self.plan, pod, user, [*pod.command, *pod.args], env, cgroup.procs if cgroup else ())
         if self.network:
             argv = self.network.enter(argv)
         if cores := self.cores.get(pod.name):  # the whole pod, sshd sessions included, on its own cores

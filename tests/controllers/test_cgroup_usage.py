@@ -1,0 +1,37 @@
+"""A pod's cgroups account what its processes use, as cAdvisor reads them for the kubelet: CPU seconds,
+the working set and the peak (`PodCgroup.usage`, the source of `kubectl top` and of job accounting)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+
+from mpijob.controllers.kubelet.cgroups import PodCgroup
+
+# burns ~0.5 s of CPU, then holds 64 MiB (touched) until told to go
+HOG = ("import sys, time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass\n"
+       "a = bytearray(64 << 20)\nprint('ready', flush=True)\nsys.stdin.readline()\n")
+
+
+def test_usage_counts_cpu_time_working_set_and_peak() -> None:
+    assert os.geteuid() == 0, "pod cgroups need root (CI runs as root)"
+    cgroup = PodCgroup.create("test-usage", uuid.uuid4().hex[:8], {"limits": {"memory": "256Mi"}})
+    assert cgroup is not None
+    procs = " && ".join(f"echo $$ > {p}" for p in cgroup.procs)
+    hog = subprocess.Popen(["sh", "-c", f'{procs} && exec "$0" -c "$1"', sys.executable, HOG],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert hog.stdout and hog.stdout.readline() == "ready\n"
+        used = cgroup.usage()
+        assert used is not None
+        assert used.cpu_seconds is not None and 0.4 < used.cpu_seconds < 5, used
+        assert 64 << 20 <= used.memory_bytes < 256 << 20, used
+        assert used.memory_peak_bytes is not None and used.memory_peak_bytes >= used.memory_bytes, used
+    finally:
+        assert hog.stdin
+        hog.stdin.close()
+        hog.wait(timeout=10)
+        cgroup.remove()
+    assert cgroup.usage() is None and not cgroup.path.exists()
