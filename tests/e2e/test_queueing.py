@@ -159,7 +159,8 @@ def test_queue_state_survives_kill_9(servers: Any) -> None:
     info = servers.start("queue-restart", env=env)
     with https_client(info.kubeconfig) as c:
         create(c, gpu_job("q-holder", 1, "sleep 60"))
-        wait_for(lambda: len(job_pods(c, "q-holder")) == 2 or None, "holder running")
+        wait_for(lambda: (lambda pods: len(pods) == 2 and all(p.get("status", {}).get("startTime") for p in pods)
+                          or None)(job_pods(c, "q-holder")), "holder running")  # started, not only created
         create(c, gpu_job("q-waiter", 1, "echo waited"))
         wait_for(lambda: any_condition(workload(c, "q-waiter"), "QuotaReserved"), "waiter pending")
         assert job_pods(c, "q-waiter") == []

@@ -79,7 +79,8 @@ def test_sigterm_ends_open_streams_and_shuts_down_gracefully(new_server, connect
     info = new_server("graceful", controllers=False)
     home = Home(info.home)
     with connect(info, timeout=60) as c:
-        params = {"watch": "true", "timeoutSeconds": "300"}
+        listed = c.get("/api/v1/namespaces/default/configmaps").json()["metadata"]["resourceVersion"]
+        params = {"watch": "true", "timeoutSeconds": "300", "resourceVersion": listed}  # only what changes
         with c.stream("GET", "/api/v1/namespaces/default/configmaps", params=params) as resp:
             lines = resp.iter_lines()
             assert supervisor.stop(home, timeout=30) is True
