@@ -9,7 +9,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
-APT_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client
+# prometheus: the real Prometheus that tests/e2e/test_prometheus.py runs against a server (docs/metrics.md)
+APT_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client prometheus
 PYTEST_ARGS ?= -q
 
 .PHONY: run test setup system-packages clean-venv
@@ -25,7 +26,7 @@ setup: system-packages $(STAMP)
 # Debian packages: install only the missing ones (apt-get update once, only then); sudo only if not root.
 system-packages:
 	@if ! command -v dpkg >/dev/null 2>&1; then \
-	  echo "not a Debian system: install Open MPI and OpenSSH (server and client) yourself" >&2; exit 0; \
+	  echo "not a Debian system: install Open MPI, OpenSSH (server and client) and Prometheus yourself" >&2; exit 0; \
 	fi; \
 	missing=""; \
 	for p in $(APT_PACKAGES); do \

@@ -150,6 +150,36 @@ def hostfile_configmap_name(job: str) -> str:
     return f"{job}-mpi-hostfile"
 
 
+# -- Progress (Trainer's TrainJobStatus plugin and status server) and why a job waits ---------------
+
+# What the plugin gives a trainer container: the status endpoint, and where its CA and token are
+ENV_TRAINER_SERVER_URL = "KUBEFLOW_TRAINER_SERVER_URL"
+ENV_TRAINER_SERVER_CA_CERT = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
+ENV_TRAINER_SERVER_TOKEN = "KUBEFLOW_TRAINER_SERVER_TOKEN"
+TRAINER_STATUS_MOUNT_PATH = "/var/run/secrets/kubeflow/trainer"
+TRAINER_STATUS_VOLUME = "kubeflow-trainer-token"
+TRAINER_STATUS_TOKEN_FILE = "token"
+TRAINER_STATUS_TOKEN_EXPIRATION = 3600  # the projected token's expirationSeconds
+TRAINER_STATUS_MAX_BODY = 1 << 16  # the status server's request limit (64 KiB)
+# The estimated start of a waiting job (RFC 3339), beside ANNOTATION_WAITING on its Workload
+ANNOTATION_ESTIMATED_START = "mpijob.io/estimated-start"
+
+
+def trainer_tls_configmap_name(job: str) -> str:
+    """The ConfigMap holding the status server's `ca.crt` for a job's projected volume."""
+    return f"{job}-tls-config"
+
+
+def trainjob_status_path(namespace: str, name: str) -> str:
+    """Where a job's pods POST their trainerStatus (the status server's `StatusUrl`)."""
+    return f"/apis/{TRAINER_API_VERSION}/namespaces/{namespace}/trainjobs/{name}/status"
+
+
+def trainjob_status_audience(namespace: str, name: str) -> str:
+    """The audience of a job's status token (`TokenAudience`): it opens that job's endpoint and nothing else."""
+    return f"{TRAINER_API_VERSION}/namespaces/{namespace}/trainjobs/{name}/status"
+
+
 # -- Kueue condition types and reasons (apis/kueue/v1beta2 workload_types.go, clusterqueue_types.go) --
 
 # A Workload's condition types; QUOTA_RESERVED and ADMITTED are also the reasons Kueue gives when they
@@ -283,3 +313,38 @@ KUBERNETES_SERVICE_PORT = "KUBERNETES_SERVICE_PORT"
 
 NETWORKING_GROUP = "networking.k8s.io"
 NETWORKING_VERSION = "v1"
+
+# -- Why a job failed, and what every job did (api/failures.py, store/history.py; docs/troubleshooting.md,
+# docs/history.md) -------------------------------------------------------------------------------------
+
+# The class of a failure. The TrainJob's `Failed` condition keeps upstream's reason (FailedJobs); the class
+# begins its message, is the reason of the Warning Event of the failure, and the `failure` of its record.
+FAILURE_SSH_AUTH = "SSHAuthenticationRefused"
+FAILURE_HOST_UNRESOLVABLE = "HostNotResolvable"
+FAILURE_SSHD_NOT_READY = "SSHDNotReady"
+REASON_OOM_KILLED = "OOMKilled"  # kube's terminated reason of a container the kernel OOM-killed; a class too
+FAILURE_SIGNALED = "RankKilledBySignal"
+FAILURE_COMMAND_NOT_FOUND = "CommandNotFound"
+FAILURE_NOT_ENOUGH_SLOTS = "NotEnoughSlots"
+FAILURE_DAEMON_LOST = "MPIDaemonLost"
+FAILURE_NCCL = "NCCLError"
+FAILURE_PROGRAM = "ProgramFailed"  # none of the above: the program itself exited non-zero
+# mpijob.io's read-only job records (`mpijob history`), and a record's states besides COMPLETE and FAILED
+JOB_RECORDS = "jobrecords"
+JOB_RECORD_KIND = "JobRecord"
+RECORD_PENDING, RECORD_RUNNING, RECORD_DELETED = "Pending", "Running", "Deleted"
+
+# -- Observability: Prometheus, the resource metrics API, the machine's Node (docs/metrics.md) -----
+
+METRICS_PATH = "/metrics"  # Prometheus' text exposition; RBAC `nonResourceURLs` decides who may read it
+METRICS_GROUP = "metrics.k8s.io"  # metrics-server's resource metrics API: PodMetrics, NodeMetrics (`kubectl top`)
+METRICS_VERSION = "v1beta1"
+METRICS_READER_ROLE = "metrics-reader"  # the ClusterRole granting `get` on /metrics (kube-prometheus ships one)
+AGGREGATED_METRICS_READER_ROLE = "system:aggregated-metrics-reader"  # metrics-server's, into view/edit/admin
+# A PodMetrics' GPUs as NVML reports them (JSON list), beside metrics-server's cpu and memory `usage`
+ANNOTATION_GPUS = "mpijob.io/gpus"
+# The well-known labels a kubelet gives its Node
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_OS = "kubernetes.io/os"
+LABEL_ARCH = "kubernetes.io/arch"
+LABEL_CONTROL_PLANE = "node-role.kubernetes.io/control-plane"

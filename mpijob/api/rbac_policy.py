@@ -19,6 +19,10 @@ Kueue install have them.
 * OpenShift's `system:openshift:scc:nonroot-v2` and `system:openshift:scc:anyuid`: the `use` of that
   SCC, bound to nobody (an admin binds them to let a user's pods run as a UID outside its namespace's
   range, or as root: docs/security.md, "Tenant UIDs").
+* Who may read metrics (docs/metrics.md): `metrics-reader` (`get` on /metrics, bound to nobody) and
+  metrics-server's `system:aggregated-metrics-reader` (PodMetrics and NodeMetrics, into view/edit/admin).
+* mpijob's `mpijob-history-view`: reading the job history (`jobrecords`, docs/history.md), into
+  view/edit/admin, so whoever may look at a namespace's jobs may read what ran there.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ AUTOUPDATE = {names.ANNOTATION_RBAC_AUTOUPDATE: "true"}
 CLUSTER_ADMIN, ADMIN, EDIT, VIEW = "cluster-admin", "admin", "edit", "view"
 KUEUE_BATCH_ADMIN, KUEUE_BATCH_USER = "kueue-batch-admin-role", "kueue-batch-user-role"
 TRAINER_ADMIN, TRAINER_EDIT, TRAINER_VIEW = "kubeflow-trainer-admin", "kubeflow-trainer-edit", "kubeflow-trainer-view"
+HISTORY_VIEW = "mpijob-history-view"
 
 
 def rule(groups: list[str], resources: list[str], verbs: tuple[str, ...] | list[str]) -> Obj:
@@ -187,8 +192,29 @@ def _openshift() -> list[Obj]:
         for name in scc.GRANTED]
 
 
+def _metrics() -> list[Obj]:
+    """Who may read metrics: `metrics-reader`, `get` on /metrics (the role kubebuilder projects and
+    kube-prometheus ship for a Prometheus to bind), and metrics-server's `system:aggregated-metrics-reader`,
+    aggregated into view/edit/admin, so whoever may read pods may `kubectl top` them."""
+    to_all = {names.LABEL_AGGREGATE_TO_VIEW: "true", names.LABEL_AGGREGATE_TO_EDIT: "true",
+              names.LABEL_AGGREGATE_TO_ADMIN: "true"}
+    return [
+        _cluster_role(names.METRICS_READER_ROLE, [{"nonResourceURLs": [names.METRICS_PATH], "verbs": ["get"]}],
+                      bootstrap=False),
+        _cluster_role(names.AGGREGATED_METRICS_READER_ROLE,
+                      [rule([names.METRICS_GROUP], ["pods", "nodes"], READ_VERBS)], to_all, bootstrap=False),
+    ]
+
+
+def _history() -> list[Obj]:
+    to_all = {names.LABEL_AGGREGATE_TO_VIEW: "true", names.LABEL_AGGREGATE_TO_EDIT: "true",
+              names.LABEL_AGGREGATE_TO_ADMIN: "true"}
+    return [_cluster_role(HISTORY_VIEW, [rule([names.MPIJOB_GROUP], [names.JOB_RECORDS], READ_VERBS)], to_all,
+                          bootstrap=False)]
+
+
 def cluster_roles() -> list[Obj]:
-    return [*_kube(), *_kueue(), *_trainer(), *_openshift()]
+    return [*_kube(), *_kueue(), *_trainer(), *_openshift(), *_metrics(), *_history()]
 
 
 def cluster_role_bindings() -> list[Obj]:

@@ -150,10 +150,46 @@ def _mount_service_account(spec: dict, seed: str) -> None:
         spec["volumes"] = [*volumes, service_account_volume(name)]
 
 
-def render_pod(plan: RunPlan, pod: PodPlan, owner: dict, account: dict | None = None) -> dict:
+def render_tls_configmap(plan: RunPlan, owner: dict, ca_pem: str) -> dict:
+    """ConfigMap `<job>-tls-config` with the status server's `ca.crt`, which Trainer's TrainJobStatus
+    plugin copies from its webhook certificate for the job's projected volume (here: the cluster CA)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(names.trainer_tls_configmap_name(plan.job), plan, owner),
+        "data": {tokens.CA_FILE: ca_pem},
+    }
+
+
+def _report_progress(spec: dict, plan: RunPlan, status_url: str) -> None:
+    """Trainer's TrainJobStatus plugin (EnforcePodSpec): every container gets the status endpoint and
+    the paths of its CA and token, upserted over its own env, and the projected volume holding them."""
+    path = names.TRAINER_STATUS_MOUNT_PATH
+    env = [{"name": names.ENV_TRAINER_SERVER_URL, "value": status_url},
+           {"name": names.ENV_TRAINER_SERVER_CA_CERT, "value": f"{path}/{tokens.CA_FILE}"},
+           {"name": names.ENV_TRAINER_SERVER_TOKEN, "value": f"{path}/{names.TRAINER_STATUS_TOKEN_FILE}"}]
+    mount = {"name": names.TRAINER_STATUS_VOLUME, "mountPath": path, "readOnly": True}
+    spec["containers"] = [{**c, "env": _upsert_named(list(c.get("env") or []), env),
+                           "volumeMounts": _upsert_named(list(c.get("volumeMounts") or []), [mount])}
+                          for c in spec.get("containers") or []]
+    audience = names.trainjob_status_audience(plan.namespace, plan.job)
+    volume = {"name": names.TRAINER_STATUS_VOLUME, "projected": {
+        "defaultMode": names.PROJECTED_DEFAULT_MODE,
+        "sources": [
+            {"serviceAccountToken": {"audience": audience, "expirationSeconds": names.TRAINER_STATUS_TOKEN_EXPIRATION,
+                                     "path": names.TRAINER_STATUS_TOKEN_FILE}},
+            {"configMap": {"name": names.trainer_tls_configmap_name(plan.job),
+                           "items": [{"key": tokens.CA_FILE, "path": tokens.CA_FILE}]}},
+        ],
+    }}
+    spec["volumes"] = _upsert_named(list(spec.get("volumes") or []), [volume])
+
+
+def render_pod(plan: RunPlan, pod: PodPlan, owner: dict, account: dict | None = None, status_url: str = "") -> dict:
     """The Pod object for one planned pod: the runtime's pod spec with the plan's container, volumes and
-    names applied, and its ServiceAccount (`account`, the stored object) as kube's admission sets it;
-    `status.phase: Pending` until the runtime controller starts it."""
+    names applied, its ServiceAccount (`account`, the stored object) as kube's admission sets it, and,
+    given the job's `status_url`, what it needs to report progress; `status.phase: Pending` until the
+    runtime controller starts it."""
     spec = copy.deepcopy(pod.pod_spec) if pod.pod_spec else {}
     containers = spec.get("containers") or [{"name": names.CONTAINER}]
     idx = next((i for i, c in enumerate(containers) if c.get("name") == names.CONTAINER), 0)
@@ -185,6 +221,8 @@ def render_pod(plan: RunPlan, pod: PodPlan, owner: dict, account: dict | None = 
         "volumes": _upsert_named(list(spec.get("volumes") or []), volumes),
     })
     spec["serviceAccountName"] = spec["serviceAccount"] = service_account_name(spec)
+    if status_url:
+        _report_progress(spec, plan, status_url)
     if automounts(spec, account):
         _mount_service_account(spec, f"{plan.uid}/{pod.name}")
     annotations = {**pod.annotations, names.LABEL_COMPLETION_INDEX: str(pod.pod_index)}

@@ -51,6 +51,8 @@ CONFIGMAPS = Resource("", "v1", "configmaps", "configmap", "ConfigMap", True, ("
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True, ("sa",))
 RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", True, ("quota",), ("status",))
 LIMIT_RANGES = Resource("", "v1", "limitranges", "limitrange", "LimitRange", True, ("limits",))
+# The machine, registered by the local kubelet (`controllers/kubelet/node.py`) as a kubelet registers its Node
+NODES = Resource("", "v1", "nodes", "node", "Node", False, ("no",), ("status",))
 TRAINJOBS = Resource(names.TRAINER_GROUP, names.TRAINER_VERSION, "trainjobs", "trainjob", "TrainJob", True, (), ("status",))
 TRAINING_RUNTIMES = Resource(names.TRAINER_GROUP, names.TRAINER_VERSION, "trainingruntimes", "trainingruntime", "TrainingRuntime",
                              True)
@@ -100,6 +102,7 @@ ALL: tuple[Resource, ...] = (
     SERVICE_ACCOUNTS,
     RESOURCE_QUOTAS,
     LIMIT_RANGES,
+    NODES,
     TRAINJOBS,
     TRAINING_RUNTIMES,
     CLUSTER_TRAINING_RUNTIMES,

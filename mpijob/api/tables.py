@@ -220,6 +220,29 @@ def _pod_selector(o: Obj, _: datetime) -> str:
 COLUMNS["networkpolicies"] = [NAME, ("Pod-Selector", "string", "", 0, _pod_selector), AGE]
 
 
+def _node_status(o: Obj, now: datetime) -> str:
+    """kubectl's node STATUS: `Ready` or `NotReady` from the Ready condition."""
+    return "Ready" if _condition_status("Ready")(o, now) == "True" else "NotReady"
+
+
+def _node_roles(o: Obj, _: datetime) -> str:
+    """kubectl's ROLES: the `node-role.kubernetes.io/<role>` labels."""
+    prefix = names.LABEL_CONTROL_PLANE.rpartition("/")[0] + "/"
+    roles = sorted(k[len(prefix):] for k in (o.get("metadata") or {}).get("labels") or {} if k.startswith(prefix))
+    return ",".join(roles) or "<none>"
+
+
+COLUMNS["nodes"] = [
+    NAME, ("Status", "string", "", 0, _node_status), ("Roles", "string", "", 0, _node_roles), AGE,
+    ("Version", "string", "", 0, _field("status", "nodeInfo", "kubeletVersion")),
+    ("Internal-IP", "string", "", 1, lambda o, _: next((a.get("address", "") for a in
+                                                         (o.get("status") or {}).get("addresses") or []
+                                                         if a.get("type") == "InternalIP"), "")),
+    ("OS-Image", "string", "", 1, _field("status", "nodeInfo", "osImage")),
+    ("Kernel-Version", "string", "", 1, _field("status", "nodeInfo", "kernelVersion")),
+]
+
+
 def columns_for(res: Resource) -> list[Column]:
     """Kinds without a specific layout (runtimes, ...) show Name and Age."""
     return COLUMNS.get(res.plural, [NAME, AGE])

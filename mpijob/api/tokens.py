@@ -44,12 +44,15 @@ class Claims:
     pod_uid: str = ""
 
 
-def issue(key: bytes, claims: Claims, seconds: int = DEFAULT_SECONDS, now: float | None = None) -> str:
+def issue(key: bytes, claims: Claims, seconds: int = DEFAULT_SECONDS, now: float | None = None,
+          audience: str = AUDIENCE) -> str:
+    """A token for `audience`: the API server's, or another service's (a job's status endpoint), which the
+    API server then refuses, as kube-apiserver refuses a token not meant for it."""
     issued = int(time.time() if now is None else now)
     k8s: dict[str, Any] = {"namespace": claims.namespace, "serviceaccount": {"name": claims.name, "uid": claims.uid}}
     if claims.pod:
         k8s["pod"] = {"name": claims.pod, "uid": claims.pod_uid}
-    payload = {"aud": [AUDIENCE], "exp": issued + seconds, "iat": issued, "iss": names.SERVICE_ACCOUNT_ISSUER,
+    payload = {"aud": [audience], "exp": issued + seconds, "iat": issued, "iss": names.SERVICE_ACCOUNT_ISSUER,
                "kubernetes.io": k8s, "nbf": issued,
                "sub": f"{names.SERVICE_ACCOUNT_USER_PREFIX}{claims.namespace}:{claims.name}"}
     head = _b64(json.dumps(_HEADER, separators=(",", ":")).encode())
@@ -58,16 +61,18 @@ def issue(key: bytes, claims: Claims, seconds: int = DEFAULT_SECONDS, now: float
     return f"{head}.{body}.{_b64(sig)}"
 
 
-def for_pod(key: bytes, account: dict[str, Any], pod: dict[str, Any], now: float | None = None) -> str:
-    """The token the kubelet puts in a pod's ServiceAccount volume: `account`'s, bound to the stored `pod`
-    (its name and uid), so it stops working once that pod is gone."""
+def for_pod(key: bytes, account: dict[str, Any], pod: dict[str, Any], now: float | None = None,
+            audience: str = AUDIENCE) -> str:
+    """The token the kubelet puts in a pod's ServiceAccount volume (or, with another `audience`, in a
+    projected volume for that audience): `account`'s, bound to the stored `pod` (its name and uid), so it
+    stops working once that pod is gone."""
     sa, meta = account["metadata"], pod["metadata"]
     claims = Claims(sa["namespace"], sa["name"], sa.get("uid", ""), meta["name"], meta.get("uid", ""))
-    return issue(key, claims, now=now)
+    return issue(key, claims, now=now, audience=audience)
 
 
-def verify(key: bytes, token: str, now: float | None = None) -> Claims | None:
-    """The claims of a token this key signed and that has not expired, else None."""
+def verify(key: bytes, token: str, now: float | None = None, audience: str = AUDIENCE) -> Claims | None:
+    """The claims of a token this key signed for `audience` and that has not expired, else None."""
     parts = token.split(".")
     if len(parts) != 3:
         return None
@@ -80,6 +85,9 @@ def verify(key: bytes, token: str, now: float | None = None) -> Claims | None:
     if not hmac.compare_digest(sig, want) or not isinstance(payload, dict):
         return None
     if float(payload.get("exp", 0)) < (time.time() if now is None else now):
+        return None
+    aud = payload.get("aud")
+    if audience not in (aud if isinstance(aud, list) else [aud]):
         return None
     k8s = payload.get("kubernetes.io")
     if not isinstance(k8s, dict) or not isinstance(k8s.get("serviceaccount"), dict):

@@ -7,8 +7,8 @@ import re
 
 from mpijob.client.errors import InvalidArgument
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|d|h|m|s)")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 # A client-layer parameter → the flag that gives it (only where the value can only come from that flag).
 FLAGS = {"timeout": "--timeout", "since": "--since", "pattern": "--grep", "rank": "--rank", "tail": "--tail",
@@ -16,7 +16,8 @@ FLAGS = {"timeout": "--timeout", "since": "--since", "pattern": "--grep", "rank"
 
 
 def parse_duration(text: str, flag: str = "--timeout") -> float:
-    """Seconds in `30s`, `10m`, `1h`, `1h30m`, `250ms` or a bare number of seconds (kubectl's forms)."""
+    """Seconds in `30s`, `10m`, `1h`, `1h30m`, `250ms` or a bare number of seconds (kubectl's forms), or
+    days (`7d`, as `mpijob history --since` takes them)."""
     t = text.strip().lower()
     try:
         value = float(t)

@@ -39,7 +39,9 @@ COMMANDS = {
     "suspend": ("mpijob.cli.suspend_cmd", "suspend"),
     "resume": ("mpijob.cli.suspend_cmd", "resume"),
     "wait": ("mpijob.cli.wait_cmd", "wait"),
+    "top": ("mpijob.cli.top_cmd", "top"),
     "audit": ("mpijob.cli.audit_cmd", "audit"),
+    "history": ("mpijob.cli.history_cmd", "history"),
     "server": ("mpijob.cli.server_cmd", "server_app"),
     "user": ("mpijob.cli.user_cmd", "user_app"),
 }

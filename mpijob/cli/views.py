@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from mpijob.api import Obj, names
-from mpijob.api.durations import age
+from mpijob.api.durations import age, human_duration
+from mpijob.api.progress import Progress, progress_of
 from mpijob.cli.output import indented_table, kv
 from mpijob.client.phase import job_phase, pod_status
 
 if TYPE_CHECKING:
     from mpijob.client.wait import JobState
 
-TRAINJOB_COLUMNS = ["NAME", "STATE", "NODES", "AGE"]
+TRAINJOB_COLUMNS = ["NAME", "STATE", "NODES", "PROGRESS", "ETA", "AGE"]
 TRAINJOB_WIDE = ["RUNTIME", "MESSAGE"]
 POD_COLUMNS = ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
 POD_WIDE = ["ROLE", "JOB"]
@@ -50,13 +51,23 @@ def runtime_ref(trainjob: Obj) -> str:
     return f"{ref.get('kind') or 'ClusterTrainingRuntime'}/{ref.get('name', '')}"
 
 
+def progress_cells(progress: Progress | None, phase: str, now: datetime | None = None) -> tuple[str, str]:
+    """PROGRESS and ETA as the job's program last reported them (`status.trainerStatus`): the percentage,
+    and the time left counted down from the report (only while the job has not ended); `-` when unknown."""
+    if progress is None:
+        return "-", "-"
+    pct = "-" if progress.percentage is None else f"{progress.percentage}%"
+    left = progress.remaining_at(now or datetime.now(timezone.utc))
+    return pct, "-" if left is None or phase in ("Succeeded", "Failed") else human_duration(left)
+
+
 def trainjob_row(
     trainjob: Obj, pods: list[Obj] | None, runtime: Obj | None, wide: bool, now: datetime | None = None,
     waiting: str = "",
 ) -> list[str]:
     phase, message = job_phase(trainjob, pods, waiting)
     row = [_meta(trainjob).get("name", ""), phase, num_nodes(trainjob, runtime),
-           age(_meta(trainjob).get("creationTimestamp"), now)]
+           *progress_cells(progress_of(trainjob), phase, now), age(_meta(trainjob).get("creationTimestamp"), now)]
     if wide:
         row += [runtime_ref(trainjob), message.replace("\n", " ")]
     return row
@@ -105,6 +116,11 @@ def describe_trainjob(
     kv(out, "State", phase)
     if message:
         kv(out, "Message", message)
+    if (progress := progress_of(trainjob)) is not None:
+        pct, eta = progress_cells(progress, phase, now)
+        kv(out, "Progress", f"{pct}, ETA {eta} (reported {age(progress.updated.isoformat(), now)} ago)")
+        if progress.metrics:
+            kv(out, "Metrics", ", ".join(f"{k}={v}" for k, v in progress.metrics.items()), 2)
     kv(out, "Runtime", runtime_ref(trainjob) + ("" if runtime is not None else "  (not found)"))
     out.append("Trainer:")
     kv(out, "Nodes", num_nodes(trainjob, runtime), 2)

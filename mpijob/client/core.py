@@ -215,6 +215,12 @@ def job_pods(namespace: str, job: str, role: str | None = None) -> Op[list[Obj]]
     return sorted((yield from list_pods(namespace, selector)), key=lambda p: p["metadata"]["name"])
 
 
+def pod_metrics(namespace: str, label_selector: str | None = None) -> Op[list[Obj]]:
+    """What pods use now: their PodMetrics (`metrics.k8s.io`, what `kubectl top pods` reads)."""
+    path = f"/apis/{names.METRICS_GROUP}/{names.METRICS_VERSION}/namespaces/{namespace}/pods"
+    return items((yield from Call("GET", path, {"labelSelector": label_selector})))
+
+
 def events_for(namespace: str, kind: str, name: str) -> Op[list[Obj]]:
     """Events about one object, oldest first (as `kubectl describe` lists them)."""
     selector = f"involvedObject.name={name},involvedObject.kind={kind}"

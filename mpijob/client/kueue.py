@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from mpijob.api import Obj, names
 from mpijob.api.errors import ApiError
+from mpijob.api.waiting import Waiting
 from mpijob.client.core import Call, Op, items
 
 PREFERRED_VERSIONS = (names.KUEUE_VERSION, names.KUEUE_V1BETA1)  # newest first
@@ -86,9 +87,10 @@ def queue_position(trainjob: Obj, namespace: str) -> Op[int | None]:
     return None
 
 
-def waiting_messages(namespace: str, all_namespaces: bool = False, kueue: Kueue | None = None) -> Op[dict[str, str]]:
-    """TrainJob uid → why its Workload waits for admission (the `mpijob.io/waiting` annotation the
-    local cluster's scheduler writes); empty where none waits, and on a cluster without Kueue."""
+def waits(namespace: str, all_namespaces: bool = False, kueue: Kueue | None = None) -> Op[dict[str, Waiting]]:
+    """TrainJob uid → why its Workload waits for admission and when it should start (the annotations the
+    local cluster's scheduler writes, `mpijob.api.waiting`); empty where none waits, and on a
+    cluster without Kueue."""
     try:
         workloads = yield from (kueue or Kueue()).list("workloads", None if all_namespaces else namespace)
     except ApiError:
@@ -96,7 +98,11 @@ def waiting_messages(namespace: str, all_namespaces: bool = False, kueue: Kueue 
     out = {}
     for wl in workloads:
         uid = (wl["metadata"].get("labels") or {}).get(names.LABEL_JOB_UID)
-        message = (wl["metadata"].get("annotations") or {}).get(names.ANNOTATION_WAITING)
-        if uid and message:
-            out[uid] = message
+        if uid and (why := Waiting.of(wl)) is not None:
+            out[uid] = why
     return out
+
+
+def waiting_messages(namespace: str, all_namespaces: bool = False, kueue: Kueue | None = None) -> Op[dict[str, str]]:
+    """TrainJob uid → the one sentence saying why it waits, its estimate counted from now."""
+    return {uid: why.sentence() for uid, why in (yield from waits(namespace, all_namespaces, kueue)).items()}

@@ -13,12 +13,16 @@ import hashlib
 import logging
 
 from mpijob.api import Obj, names
+from mpijob.api.errors import ApiError
 from mpijob.api.quantity import parse_quantity
 from mpijob.api.resources import TRAINJOBS
 from mpijob.controllers import conditions as cond
-from mpijob.controllers.kubelet import capacity, gc, network, pods
+from mpijob.controllers.kubelet import capacity, gc, network, node, pods
 from mpijob.controllers.kubelet.sandbox import NAMESPACE, check_mode, detect_mode
 from mpijob.controllers.kueue.queueing import Queueing
+from mpijob.controllers.metrics import Metrics
+from mpijob.controllers.metrics.gpus import Nvml
+from mpijob.controllers.metrics.usage import RunningPod, Sampler, interval_from_env
 from mpijob.controllers.quota import QuotaStatus
 from mpijob.controllers.trainer.runner import Outcome, Stop
 from mpijob.controllers.trainer.trainjob import TrainJobController, job_pods
@@ -32,8 +36,9 @@ QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "Worklo
 
 
 class Manager:
-    def __init__(self, store: Store, logs: LogStore, home: Home) -> None:
+    def __init__(self, store: Store, logs: LogStore, home: Home, metrics: Metrics | None = None) -> None:
         self.store, self.logs, self.home = store, logs, home
+        self.metrics = metrics or Metrics(store, logs)  # the server's registry (docs/metrics.md)
         self.sandbox_mode = detect_mode()
         check_mode(self.sandbox_mode, home.root)
         self.cluster_id = hashlib.sha256(str(home.root).encode()).hexdigest()[:16]
@@ -41,8 +46,12 @@ class Manager:
         self.trainjobs = TrainJobController(
             store, logs, home, self.sandbox_mode, self.cluster_id,
             gpus=int(parse_quantity(self.capacity.get(capacity.GPU, "0"))), kick=lambda: self.queueing.kick(),
+            on_finish=self.metrics.jobs.finished,
         )
-        self.queueing = Queueing(store, self.trainjobs.evict)
+        self.queueing = Queueing(store, self.trainjobs.evict, self.metrics.kueue)
+        self.node = node.node_name()  # the machine, as the Node its kubelet registers
+        self.sampler = Sampler(self._running_pods, interval_from_env())  # what pods and the machine use
+        self.metrics.observe_usage(self.sampler, self.node, self.capacity)
         self.quotas = QuotaStatus(store)  # ResourceQuota status: Used and Hard (docs/security.md)
         self._task: asyncio.Task[None] | None = None
 
@@ -52,8 +61,12 @@ class Manager:
             log.warning("killed %d processes left by a previous server", killed)
         if self.sandbox_mode == NAMESPACE and (networks := network.remove_leftovers(self.cluster_id)):
             log.warning("removed %d job networks left by a previous server", networks)
+        node.register(self.store, self.node, self.capacity)
         self._recover()
+        self.trainjobs.accounting.recover(self.store)
         gc.sweep_orphans(self.store, self.logs, self.home)
+        self.sampler.nvml = Nvml.open()
+        self.sampler.start()
         self.queueing.ensure_defaults(self.capacity)
         self.queueing.start()
         ready = asyncio.Event()
@@ -61,9 +74,11 @@ class Manager:
         await ready.wait()
         for tj in self.store.list(TRAINJOBS)[0]:
             self._reconcile(tj)
+            self.queueing.trainjob_changed(tj)  # the finished ones make the run-time history
 
     async def stop(self) -> None:
         await self.queueing.stop()
+        await self.sampler.stop()
         if self._task:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -102,10 +117,14 @@ class Manager:
             if kind == "DELETED":
                 uid = obj["metadata"]["uid"]
                 await self.trainjobs.stop(uid, Stop.deleted())
+                self.trainjobs.accounting.deleted(obj)  # its record stays in the history
                 gc.cascade(self.store, self.logs, uid)
                 gc.remove_tree(self.trainjobs.files(obj).root)
             else:
+                if kind == "ADDED":
+                    self.metrics.jobs.created(obj)
                 self._reconcile(obj)
+                self.queueing.trainjob_changed(obj)
         elif obj.get("kind") == "Pod":
             if kind == "DELETED":
                 self._pod_deleted(obj)
@@ -113,6 +132,8 @@ class Manager:
                 self.trainjobs.pod_changed(obj)
         elif obj.get("kind") == "Workload":
             self.queueing.kick()
+            if kind != "DELETED":
+                self.queueing.workload_changed(obj)
             owner = gc.owner_uid(obj)
             if kind != "DELETED" and owner and cond.is_true(obj, names.ADMITTED) and owner not in self.trainjobs.runners:
                 for ref in obj["metadata"].get("ownerReferences") or []:
@@ -126,11 +147,19 @@ class Manager:
         try:
             self.trainjobs.reconcile(tj)
         except Exception as e:
+            if isinstance(e, ApiError) and e.reason == "Conflict":  # it changed since this event (a progress
+                return  # report, say): the event of its newer version reconciles it
             log.exception("reconcile of %s failed", tj["metadata"]["name"])
             current = self.store.try_get(TRAINJOBS, tj["metadata"]["namespace"], tj["metadata"]["name"])
             if current is not None and not cond.finished(current):
                 self.trainjobs.finish(current, Outcome(False, names.REASON_FAILED_JOBS,
                                                     f"the local cluster could not start the job: {e}"))
+
+    def _running_pods(self) -> list[RunningPod]:
+        """What the sampler reads: every pod of a running job that has a cgroup, with its GPUs."""
+        return [RunningPod(runner.plan.namespace, pod, cgroup, tuple(runner.gpus.get(pod, ())))
+                for runner, _ in list(self.trainjobs.runners.values())
+                for pod, cgroup in list(runner.cgroups.items())]
 
     def _pod_deleted(self, pod: Obj) -> None:
         """A running pod deleted by hand dies like a node lost on a cluster: the job fails."""

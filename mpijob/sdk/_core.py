@@ -8,8 +8,11 @@ Both clients run these same operations (`mpijob.client.core`), one on `Connectio
 from __future__ import annotations
 
 from mpijob.api import Obj, names
+from mpijob.api.progress import Progress, progress_of
+from mpijob.api.waiting import Waiting
 from mpijob.client import core
 from mpijob.client.core import Op
+from mpijob.client.kueue import waits
 from mpijob.client.logs import LogLine
 from mpijob.client.phase import true_condition
 from mpijob.client.wait import WaitResult, check_condition, check_timeout, find_launcher, wait_for_condition
@@ -56,3 +59,15 @@ def log_target(namespace: str, name: str, pod: str | None, follow: bool, timeout
 
 def keep(line: LogLine, rank: int | None) -> bool:
     return rank is None or line.rank == rank
+
+
+def progress(namespace: str, name: str) -> Op[Progress | None]:
+    """What the job's program last reported (`status.trainerStatus`); None before its first report."""
+    return progress_of((yield from core.get_trainjob(namespace, name)))
+
+
+def waiting(namespace: str, name: str) -> Op[Waiting | None]:
+    """Why the job waits for admission and when it should start; None once admitted (or without Kueue)."""
+    job = yield from core.get_trainjob(namespace, name)
+    meta = job.get("metadata") or {}
+    return (yield from waits(meta.get("namespace") or namespace)).get(meta.get("uid", ""))

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from typing import TypeVar
 
 from mpijob.api import Obj, names
+from mpijob.api.progress import Progress
+from mpijob.api.waiting import Waiting
 from mpijob.client import core
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection
@@ -98,6 +100,16 @@ class Client:
             lines = (stream_pod(self._conn, target, self.namespace) if follow
                      else read_pod(self._conn, target, self.namespace))
             yield from (line.text for line in lines if _core.keep(line, rank))
+
+    def progress(self, name: str) -> Progress | None:
+        """How far the job has got, as its program last reported it (`update_trainjob_status()` or a POST
+        to `$KUBEFLOW_TRAINER_SERVER_URL`): percentage, seconds left, metrics; None before its first report."""
+        return self._run(_core.progress(self.namespace, name))
+
+    def waiting(self, name: str) -> Waiting | None:
+        """Why the job still waits for admission, in one sentence with numbers (`.sentence()`), and when it
+        should start (`.estimated_start`, None without a basis); None once it is admitted."""
+        return self._run(_core.waiting(self.namespace, name))
 
     def events(self, name: str) -> list[Obj]:
         """Events about the TrainJob, its pods and its Workload, oldest first."""

@@ -21,7 +21,7 @@ from mpijob.server.audit import AuditMiddleware
 from mpijob.server.auth import BearerAuth
 from mpijob.server.authz import Authorize
 from mpijob.server.http import BodyLimit, json_response, status_response
-from mpijob.server.routes import access, crud, discovery, visibility
+from mpijob.server.routes import access, crud, discovery, history, metrics, progress, visibility
 from mpijob.server.routes.paths import Discovery, not_found_path, parse
 from mpijob.server.state import Cluster
 from mpijob.store.home import Home
@@ -45,10 +45,13 @@ def create_app(home: Home) -> FastAPI:
         app.state.cluster = cluster
         admission.warm()
         bootstrap.run(store, home.ca_pem())
+        from mpijob.controllers.metrics import Metrics
+
+        cluster.metrics = Metrics(store, cluster.logs)  # this server's registry, served at /metrics
         if controllers_enabled():
             from mpijob.controllers.manager import Manager
 
-            cluster.manager = Manager(store, cluster.logs, home)
+            cluster.manager = Manager(store, cluster.logs, home, cluster.metrics)
             await cluster.manager.start()
             cluster.sandbox_mode = cluster.manager.sandbox_mode
         try:
@@ -76,6 +79,9 @@ def _cluster(request: Request) -> Cluster:
 def _routes(app: FastAPI) -> None:
     app.include_router(visibility.router)  # before the generic /apis routes, which would 404 its paths
     app.include_router(access.router)  # the review APIs and mpijob.io users, likewise
+    app.include_router(history.router)  # mpijob.io's job records (`mpijob history`), likewise
+    app.include_router(progress.router)  # POST of a job's progress to trainjobs/<name>/status (Trainer's status server)
+    app.include_router(metrics.router)  # /metrics and metrics.k8s.io (kubectl top), computed, not stored
 
     @app.get("/healthz")
     @app.get("/readyz")

@@ -10,6 +10,8 @@
   is made (the kubeconfig is rewritten with it).
 * A ServiceAccount token (a JWT, `mpijob.api.tokens`) authenticates as
   `system:serviceaccount:<ns>:<name>` while its ServiceAccount (and its pod, for a pod's token) exists.
+  A token for another audience does not, except a job's status token (Trainer's per-TrainJob audience)
+  on that job's progress endpoint (`mpijob.server.routes.progress`).
 
 Changes take effect at the next request: adding or removing a user rewrites the file and the shared
 `TokenFile` of this process at once (`mpijob.store.users`, which the controllers also read to learn a
@@ -30,6 +32,7 @@ from mpijob.api.errors import unauthorized
 from mpijob.api.rbac import User, service_account_user
 from mpijob.api.resources import PODS, SERVICE_ACCOUNTS
 from mpijob.server.http import status_response
+from mpijob.server.routes import progress
 from mpijob.store.home import Home
 from mpijob.store.users import HASH_PREFIX, TokenFile, authenticated, token_file
 
@@ -77,9 +80,10 @@ def _legacy_admin_token(path: Path) -> str:
     return ""
 
 
-def service_account_identity(store: Any, key: bytes, token: str) -> User | None:
-    """The identity of a valid ServiceAccount token whose account (and pod) still exist."""
-    claims = tokens.verify(key, token)
+def service_account_claims(store: Any, key: bytes, token: str, audience: str = tokens.AUDIENCE
+                           ) -> tokens.Claims | None:
+    """The claims of a valid ServiceAccount token for `audience` whose account (and pod) still exist."""
+    claims = tokens.verify(key, token, audience=audience)
     if claims is None:
         return None
     sa = store.try_get(SERVICE_ACCOUNTS, claims.namespace, claims.name)
@@ -89,7 +93,7 @@ def service_account_identity(store: Any, key: bytes, token: str) -> User | None:
         pod = store.try_get(PODS, claims.namespace, claims.pod)
         if pod is None or (claims.pod_uid and pod["metadata"].get("uid") != claims.pod_uid):
             return None
-    return service_account_user(claims.namespace, claims.name, claims.uid)
+    return claims
 
 
 class BearerAuth:
@@ -112,7 +116,14 @@ class BearerAuth:
             cluster = getattr(state, "cluster", None)
             if cluster is None:
                 return None
-            return service_account_identity(cluster.store, self._sa_key, token)
+            claims = service_account_claims(cluster.store, self._sa_key, token)
+            report = progress.target(scope["method"], scope["path"])
+            if claims is None and report is not None:  # a job's status token, for its own job's endpoint only
+                claims = service_account_claims(cluster.store, self._sa_key, token,
+                                                names.trainjob_status_audience(*report))
+                if claims is not None:
+                    scope[progress.STATUS_POD] = claims.pod  # authorization asks whether it is that job's pod
+            return None if claims is None else service_account_user(claims.namespace, claims.name, claims.uid)
         return None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:

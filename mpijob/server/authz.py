@@ -4,6 +4,8 @@
 attributes from its method, path and query (kube's RequestInfo: resource requests, subresources such
 as `pods/log`, `trainjobs/status`, Kueue's `pendingworkloads`, and non-resource paths such as `/version`,
 `/openapi/v2`, `/metrics`), asks the authorizer and answers a denial with kube-apiserver's 403 Status.
+A progress report (`mpijob.server.routes.progress`) is asked as `update` on `trainjobs/status`, or,
+made with a job's status token, allowed when the token's pod is one of that job's.
 
 The authorizer is an index of the RBAC objects (`mpijob.store.authorizer`, which the controllers share),
 built from the store when first needed and again only after a write to Roles, ClusterRoles, their
@@ -27,6 +29,7 @@ from mpijob.api.names import RBAC_GROUP, SYSTEM_MASTERS
 from mpijob.api.resources import CLUSTER_ROLES
 from mpijob.server.auth import OPEN_PATHS
 from mpijob.server.http import status_response
+from mpijob.server.routes import progress
 from mpijob.store.authorizer import enabled, index
 from mpijob.store.objects import Store
 
@@ -75,6 +78,9 @@ class Authorize:
             return
         attrs = rbac.request_attributes(user_of(scope), scope["method"], scope["path"],
                                         scope.get("query_string", b"").decode("latin-1"))
+        report = progress.target(scope["method"], scope["path"])
+        if report is not None:
+            attrs = progress.update_attributes(attrs)
         scope["authz.attributes"] = attrs
         cluster = getattr(scope["app"].state, "cluster", None)
         if cluster is None:
@@ -82,7 +88,10 @@ class Authorize:
             return
         idx = index(cluster.store)
         if self.enabled:
-            decision = idx.authorizer().authorize(attrs)
+            if report is not None and progress.STATUS_POD in scope:  # a job's status token: its pod decides
+                decision = progress.authorize(cluster.store, *report, scope[progress.STATUS_POD])
+            else:
+                decision = idx.authorizer().authorize(attrs)
             if not decision.allowed:
                 await status_response(rbac.forbidden(attrs, decision.reason))(scope, receive, send)
                 return

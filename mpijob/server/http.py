@@ -23,7 +23,7 @@ import yaml
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mpijob.api.errors import ApiError, bad_request
+from mpijob.api.errors import ApiError, bad_request, method_not_allowed
 
 JSON = "application/json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -90,6 +90,16 @@ def parse_resource_version(value: str | None) -> int | None:
         raise bad_request(f"invalid value for query parameter resourceVersion={value!r}: use the "
                           "metadata.resourceVersion of a list or an object (digits), or 0 for any version")
     return int(value)
+
+
+# Every method a read-only API group answers, so that a write is told it is read-only rather than 404
+ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def read_only(request: Request, group: str) -> None:
+    """An aggregated, computed API group (Kueue's visibility, metrics.k8s.io) serves GET only: 405 otherwise."""
+    if request.method != "GET":
+        raise method_not_allowed(f"the server does not allow {request.method} on {group}: it is read-only")
 
 
 def wants_table(request: Request) -> bool:

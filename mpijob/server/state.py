@@ -11,6 +11,7 @@ from mpijob.store.objects import Store
 
 if TYPE_CHECKING:  # both load on first use, so the API serves without the runtime modules
     from mpijob.controllers.manager import Manager
+    from mpijob.controllers.metrics import Metrics
     from mpijob.store.logs import LogStore
 
 
@@ -21,6 +22,7 @@ class Cluster:
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     sandbox_mode: str = "none"  # the controllers' sandbox (Manager.sandbox_mode); "none" without them
     manager: Manager | None = None  # the controllers; None when the server runs without them
+    metrics: Metrics | None = None  # the server's metrics registry (docs/metrics.md), made at start
     _logs: LogStore | None = None
 
     @property

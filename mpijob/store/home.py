@@ -111,6 +111,11 @@ class Home:
         return self.root / "audit.log"
 
     @property
+    def history(self) -> Path:
+        """The job history: every TrainJob's record, kept after the job (SQLite, `mpijob.store.history`)."""
+        return self.root / "history.db"
+
+    @property
     def state_file(self) -> Path:
         """JSON written once the server is ready: pid, port, sandbox mode."""
         return self.root / "server.json"

@@ -88,6 +88,19 @@ class LogStore:
             lines = lines[-tail_lines:] if tail_lines > 0 else []
         return b"".join(_render(ln, timestamps, ranks) for ln in lines)
 
+    def first_rank_output(self, namespace: str, pod: str, container: str) -> float | None:
+        """When a rank first printed a line in this container's log (a line stored with its rank); None
+        when none has. Reads only as far as that line."""
+        try:
+            with self.path(namespace, pod, container).open("rb") as f:
+                for line in f:
+                    rank = line.split(b" ", 2)[1:2]
+                    if rank and rank[0].isdigit():
+                        return _parse_stamp(line)
+        except FileNotFoundError:
+            pass
+        return None
+
     def read(
         self,
         namespace: str,

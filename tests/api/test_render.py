@@ -23,6 +23,7 @@ from mpijob.api.render import (
     render_hostfile_configmap,
     render_pod,
     render_secret,
+    render_tls_configmap,
     service_account_name,
 )
 from mpijob.api.runtimes import bundled
@@ -139,6 +140,35 @@ def test_an_admitted_pod_shows_the_ids_its_scc_decided(job):
     assert pod["spec"]["containers"][0]["securityContext"] == {"runAsUser": 1000660000, "runAsGroup": 1000660000}
     assert pod["spec"]["securityContext"] == {"fsGroup": 1000660000}
     assert "securityContext" not in render_pod(plan, dataclasses.replace(launcher, fs_group=None), owner)["spec"]
+
+
+def test_every_pod_gets_trainers_progress_variables_and_volume(make_trainjob):
+    """Trainer's TrainJobStatus plugin: the endpoint and the paths of its CA and token, upserted over the
+    job's own env, and the projected volume with the job-audience token and the CA ConfigMap."""
+    tj = make_trainjob(numNodes=2, command=["mpirun", "true"],
+                       env=[{"name": "KUBEFLOW_TRAINER_SERVER_URL", "value": "mine"}])
+    plan, owner = resolve(tj, bundled()[0]), owner_reference(tj)
+    url = "https://10.96.0.1:443/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/pi/status"
+    for planned in plan.pods:
+        pod = render_pod(plan, planned, owner, status_url=url)
+        assert_strict(pod, "IoK8sApiCoreV1Pod")
+        (c,) = k8s(pod, "V1Pod").spec.containers
+        env = [(e.name, e.value) for e in c.env or [] if e.name.startswith("KUBEFLOW_TRAINER_")]
+        assert env == [("KUBEFLOW_TRAINER_SERVER_URL", url),
+                       ("KUBEFLOW_TRAINER_SERVER_CA_CERT", "/var/run/secrets/kubeflow/trainer/ca.crt"),
+                       ("KUBEFLOW_TRAINER_SERVER_TOKEN", "/var/run/secrets/kubeflow/trainer/token")]
+        assert {(m.name, m.mount_path, m.read_only) for m in c.volume_mounts} >= {
+            ("kubeflow-trainer-token", "/var/run/secrets/kubeflow/trainer", True)}
+        (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == "kubeflow-trainer-token"]
+        assert volume["projected"]["sources"] == [
+            {"serviceAccountToken": {"audience": "trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/pi/status",
+                                     "expirationSeconds": 3600, "path": "token"}},
+            {"configMap": {"name": "pi-tls-config", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]
+    assert "kubeflow-trainer-token" not in str(render_pod(plan, plan.pods[0], owner))  # no server, nothing to report to
+    cm = render_tls_configmap(plan, owner, "PEM")
+    assert (cm["metadata"]["name"], cm["data"], cm["metadata"]["ownerReferences"]) == ("pi-tls-config",
+                                                                                      {"ca.crt": "PEM"}, [owner])
+    assert_strict(cm, "IoK8sApiCoreV1ConfigMap")
 
 
 def test_render_does_not_share_state_with_the_plan(job):

@@ -35,3 +35,14 @@ def test_a_token_another_key_signed_or_that_expired_is_refused() -> None:
     assert tokens.verify(KEY, token, now=1000 + tokens.DEFAULT_SECONDS + 1) is None
     head, body, sig = token.split(".")
     assert tokens.verify(KEY, f"{head}.{body}x.{sig}", now=2000) is None
+
+
+def test_a_token_for_another_audience_is_not_the_api_servers() -> None:
+    """A job's status token (Trainer's per-TrainJob audience) opens that endpoint only, as kube-apiserver
+    refuses a projected token whose audience is not its own."""
+    status = "trainer.kubeflow.org/v1alpha1/namespaces/team-a/trainjobs/pi/status"
+    token = tokens.for_pod(KEY, ACCOUNT, POD, now=1000, audience=status)
+    assert _payload(token)["aud"] == [status]
+    assert tokens.verify(KEY, token, now=2000) is None
+    assert tokens.verify(KEY, token, now=2000, audience=status).pod == "pi-launcher-0-0-abcde"
+    assert tokens.verify(KEY, tokens.for_pod(KEY, ACCOUNT, POD, now=1000), now=2000, audience=status) is None

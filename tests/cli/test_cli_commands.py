@@ -39,12 +39,13 @@ def test_create_get_delete_round_trip(mpijob: Invoke, tmp_path: Path) -> None:
     r = mpijob("get", "trainjobs")
     assert r.exit_code == 0
     lines = r.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "STATE", "NODES", "AGE"]
+    assert lines[0].split() == ["NAME", "STATE", "NODES", "PROGRESS", "ETA", "AGE"]
     row = next(line.split() for line in lines if line.startswith("cmd-round-trip "))
     assert row[1:3] == ["Suspended", "3"]
 
     r = mpijob("get", "trainjobs", "-o", "wide")
-    assert r.stdout.splitlines()[0].split()[:6] == ["NAME", "STATE", "NODES", "AGE", "RUNTIME", "MESSAGE"]
+    assert r.stdout.splitlines()[0].split()[:8] == ["NAME", "STATE", "NODES", "PROGRESS", "ETA", "AGE", "RUNTIME",
+                                                    "MESSAGE"]
     assert "ClusterTrainingRuntime/mpi-distributed" in r.stdout
 
     one = json.loads(mpijob("get", "trainjob", "cmd-round-trip", "-o", "json").stdout)

@@ -36,9 +36,28 @@ def test_trainjob_row_and_runtime_fallback() -> None:
     job = {"metadata": {"name": "pi", "creationTimestamp": created},
            "spec": {"runtimeRef": {"name": "mpi-distributed"}, "trainer": {}}}
     runtime = {"spec": {"mlPolicy": {"numNodes": 2}}}
-    assert views.trainjob_row(job, [], runtime, False, NOW) == ["pi", "Queued", "2", "5m"]
+    assert views.trainjob_row(job, [], runtime, False, NOW) == ["pi", "Queued", "2", "-", "-", "5m"]
     wide = views.trainjob_row(job, [], None, True, NOW)
-    assert wide[2] == "-" and wide[4] == "ClusterTrainingRuntime/mpi-distributed"
+    assert wide[2] == "-" and wide[6] == "ClusterTrainingRuntime/mpi-distributed"
+
+
+def test_progress_and_eta_are_the_programs_last_report_counted_down() -> None:
+    """PROGRESS and ETA come from `status.trainerStatus`: the ETA is what was left at the report, less the
+    time since; once the job has ended there is nothing left to wait for."""
+    reported = (NOW - timedelta(seconds=90)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    job = {"metadata": {"name": "pi", "creationTimestamp": reported},
+           "spec": {"trainer": {"numNodes": 2}},
+           "status": {"trainerStatus": {"progressPercentage": 45, "estimatedRemainingSeconds": 600,
+                                        "metrics": [{"name": "loss", "value": "0.25"}], "lastUpdatedTime": reported}}}
+    assert views.trainjob_row(job, None, None, False, NOW)[3:5] == ["45%", "8m30s"]
+    text = views.describe_trainjob(job, [], [], None, NOW)
+    assert "Progress:         45%, ETA 8m30s (reported 90s ago)\n" in text
+    assert "  Metrics:        loss=0.25\n" in text
+    done = {**job, "status": {**job["status"], "conditions": [{"type": "Complete", "status": "True"}]}}
+    assert views.trainjob_row(done, None, None, False, NOW)[3:5] == ["45%", "-"]
+    late = {**job, "status": {"trainerStatus": {"progressPercentage": 99, "estimatedRemainingSeconds": 30,
+                                                "lastUpdatedTime": reported}}}
+    assert views.trainjob_row(late, None, None, False, NOW)[3:5] == ["99%", "0s"]
 
 
 def test_pod_row() -> None:

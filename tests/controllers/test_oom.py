@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,4 +55,10 @@ def test_rank_over_its_memory_limit_is_oomkilled(server: Any, tmp_path: Path) ->
     trainjob = json.loads(_mpijob(server, "get", "trainjobs", "oom", "-o", "json").stdout)
     failed = next(c for c in trainjob["status"]["conditions"] if c["type"] == "Failed")
     assert "rank 1" in failed["message"] and node["metadata"]["name"] in failed["message"]
+    # classified (docs/troubleshooting.md#oom-killed): the reason stays upstream's, the class leads the message
+    # with the pod's peak (the kernel kills at the limit, so it reached it) and its limit
+    assert failed["reason"] == "FailedJobs" and failed["message"].startswith("OOMKilled: rank 1 on node pod ")
+    peak = re.search(r"peak ([\d.]+) MiB of a 64\.0 MiB limit \(1 OOM kill\)", failed["message"])
+    assert peak and float(peak.group(1)) >= 63.0, failed["message"]
+    assert failed["message"].endswith("See docs/troubleshooting.md#oom-killed")
     assert _mpijob(server, "delete", "trainjob", "oom").returncode == 0

@@ -86,6 +86,10 @@ def test_unprivileged_server_uses_process_mode_and_runs_a_job(unprivileged_serve
     job = yaml.safe_load((REPO / "examples" / "hello.yaml").read_text())
     job["metadata"]["name"] = "fallback"
     job["spec"]["trainer"]["command"][-1] += " user=$(id -un)"
+    # the rank on the last node reports progress with the upstream SDK: the variables name the pod's own files
+    job["spec"]["trainer"]["command"][-1] += (
+        '; [ "$OMPI_COMM_WORLD_RANK" = 1 ] && python -c "from kubeflow.trainer import update_trainjob_status as u; '
+        'print(\'reported\', u(progress_percent=50))"; true')
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(job))
     run = subprocess.run([MPIJOB, "run", "-f", str(path)], env=env, capture_output=True, text=True, timeout=120)
@@ -96,3 +100,6 @@ def test_unprivileged_server_uses_process_mode_and_runs_a_job(unprivileged_serve
     assert run.stdout.count("greeting=hello-from-mpijob") == nodes  # trainer.env reached every rank
     if os.geteuid() == 0:
         assert f"user={USER}" in run.stdout  # ran as the server's own (unprivileged) user
+    assert "reported True" in run.stdout, run.stdout
+    got = subprocess.run([MPIJOB, "get", "trainjob", "fallback", "-o", "json"], env=env, capture_output=True, text=True)
+    assert json.loads(got.stdout)["status"]["trainerStatus"]["progressPercentage"] == 50, got.stdout

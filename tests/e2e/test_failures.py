@@ -62,6 +62,7 @@ def test_failing_rank_message_names_rank_or_pod_and_exit_code(rank_failure: dict
     launcher = launcher_of(rank_failure["pods"])["metadata"]["name"]
     assert re.search(r"\brank 1\b", message) or launcher in message, message
     assert re.search(r"\bcode 3\b", message), message
+    assert message.startswith("ProgramFailed: "), message  # docs/troubleshooting.md#program-failed
 
 
 def test_failing_rank_launcher_pod_reports_error(rank_failure: dict[str, Any]) -> None:
@@ -102,6 +103,7 @@ def test_killed_node_fails_the_job_naming_the_node_pod(node_kill: dict[str, Any]
     failed = condition(node_kill["trainjob"], "Failed")
     assert failed is not None, node_kill["trainjob"].get("status")
     assert node_kill["victim"] in failed["message"], failed["message"]
+    assert failed["message"].startswith("MPIDaemonLost: "), failed["message"]  # its daemon went with it
     assert node_kill["elapsed"] < QUICKLY, node_kill["elapsed"]
     assert node_kill["pods"][node_kill["victim"]]["status"]["phase"] == "Failed"
 

@@ -77,7 +77,8 @@ def _assert_held(c: httpx.Client, job: str, cq: str, plain: str) -> None:
     qr = _pending_reason(c, job)
     assert (qr["reason"], qr["message"]) == ("Suspended", f"ClusterQueue {cq} is inactive")
     waiting = (_workload(c, job) or {})["metadata"]["annotations"]["mpijob.io/waiting"]
-    assert waiting.startswith(f"ClusterQueue {cq} is inactive: {plain}"), waiting
+    assert f"ClusterQueue {cq} is inactive: {plain}" in waiting, waiting
+    assert "mpijob.io/estimated-start" not in (_workload(c, job) or {})["metadata"]["annotations"]  # held: no estimate
     assert job_pods(c, job) == []
     events = c.get("/api/v1/namespaces/default/events", params={"fieldSelector": f"involvedObject.name={job}"})
     assert any(plain in e["message"] for e in events.json()["items"])

@@ -153,6 +153,10 @@ class Workload:
         """What each pod set uses in all (per-pod requests × count), resources in name order."""
         return tuple((name, {res: q * count for res, q in requests}) for name, count, requests in self.shape)
 
+    def total(self, resource: str) -> int:
+        """What the whole workload asks of `resource`: every pod of every pod set."""
+        return sum(per.get(resource, 0) for _, per in self.totals)
+
 
 @dataclass(frozen=True)
 class Snapshot:

@@ -31,11 +31,6 @@ class Exit:
     def ok(self) -> bool:
         return self.code == 0
 
-    def describe(self) -> str:
-        if self.signal:
-            return f"signal {self.signal} ({signal.Signals(self.signal).name})"
-        return f"code {self.code}"
-
 
 @dataclass
 class PodProcess:

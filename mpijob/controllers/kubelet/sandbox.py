@@ -8,7 +8,8 @@ Two modes, chosen once per server (`mpijob server status` shows which):
   addresses), `/etc/passwd` with the job
   user, `/etc/ssh/ssh_config`, `/etc/mpi/hostfile` (launcher), the job key at `sshAuthMountPath`, its
   ServiceAccount's token, namespace and the cluster CA at `/var/run/secrets/kubernetes.io/serviceaccount`
-  (unless it does not automount them) and a private writable home, then drops to `runAsUser`. PID 1 of
+  (unless it does not automount them), Trainer's status token and CA at `/var/run/secrets/kubeflow/trainer`
+  (`trainer_status.py`) and a private writable home, then drops to `runAsUser`. PID 1 of
   the namespace is the pod; killing it (or the server dying: `--pdeathsig`/`--kill-child`) takes every
   process of the pod with it, including ranks and `orted`s started through its sshd.
 * `process` (unprivileged fallback): plain process groups running as the server's user. Files stay in
@@ -66,6 +67,7 @@ LOOPBACK_MCA = {
 # being waited for (mpi4py's ringtest: 26 s instead of 0.15 s). Added then, unless trainer.env sets it.
 YIELD_WHEN_IDLE = "OMPI_MCA_mpi_yield_when_idle"
 SERVICE_ACCOUNT_DIR = "serviceaccount"  # in the pod's directory: what is mounted at kube's token path
+TRAINER_STATUS_DIR = "trainer-status"  # in the pod's directory: what is mounted at Trainer's (trainer_status.py)
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,19 @@ class JobFiles:
         """The pod's ServiceAccount volume: mounted at kube's path in namespace mode, read where it is in
         process mode."""
         return self.pod_dir(pod) / SERVICE_ACCOUNT_DIR
+
+    def trainer_status_dir(self, pod: PodPlan) -> Path:
+        """The pod's Trainer status volume (`trainer_status.py`), mounted or read as the ServiceAccount's."""
+        return self.pod_dir(pod) / TRAINER_STATUS_DIR
+
+    def write_trainer_status(self, pod: PodPlan, user: User, token: str, ca: bytes) -> None:
+        """The job-audience token (0600, the pod's user's, as the ServiceAccount's) and the CA."""
+        d = self.trainer_status_dir(pod)
+        d.mkdir(parents=True, exist_ok=True)
+        os.chmod(d, 0o755)
+        _write(d / names.TRAINER_STATUS_TOKEN_FILE, token, 0o600)
+        os.chown(d / names.TRAINER_STATUS_TOKEN_FILE, user.uid, user.gid)
+        _write(d / tokens.CA_FILE, ca.decode(), 0o644)
 
     def write_service_account(self, pod: PodPlan, user: User, files: ServiceAccountFiles | None) -> None:
         """Write (or, for a pod that does not automount its token, remove) the pod's ServiceAccount volume:
@@ -303,6 +318,8 @@ class JobFiles:
             mounts.append(("bind", self.hostfile.parent, "/etc/mpi"))
         if self.service_account_dir(pod).is_dir():  # under /var/run, which is /run: made in the pod's own /run
             mounts.append(("bind", self.service_account_dir(pod), names.SERVICE_ACCOUNT_MOUNT_PATH))
+        if self.trainer_status_dir(pod).is_dir():
+            mounts.append(("bind", self.trainer_status_dir(pod), names.TRAINER_STATUS_MOUNT_PATH))
         # The shell stays PID 1 and runs the container command as its child: it exits with the
         # command's status (128 + signal when killed), which util-linux's `unshare --fork` would
         # otherwise turn into a bare 1 for a child killed by a signal.
@@ -319,7 +336,8 @@ class JobFiles:
                           f"mount --bind {shlex.quote(str(d / 'resolv.conf'))} {real}")
         for _, src, dst in mounts:
             script.append(f"mkdir -p {shlex.quote(dst)} 2>/dev/null || true")
-            flag = "--bind -o ro" if dst in ("/etc/mpi", names.SERVICE_ACCOUNT_MOUNT_PATH) else "--bind"
+            read_only = ("/etc/mpi", names.SERVICE_ACCOUNT_MOUNT_PATH, names.TRAINER_STATUS_MOUNT_PATH)
+            flag = "--bind -o ro" if dst in read_only else "--bind"
             script.append(f"mount {flag} {shlex.quote(str(src))} {shlex.quote(dst)}")
         script += self._reachable(user)
         script.append(f"hostname {shlex.quote(pod.hostname)}")

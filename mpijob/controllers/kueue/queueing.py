@@ -2,7 +2,9 @@
 
 A cycle is `mpijob.controllers.kueue.scheduler.schedule(build_snapshot(store))` — pure — and this module turns
 each decision into what Kueue would write: Workload conditions and admission, Events on the TrainJob,
-queue status (the `Active` condition of ClusterQueues and LocalQueues included).
+queue status (the `Active` condition of ClusterQueues and LocalQueues included), and why each pending
+workload waits with when it should start (`scheduler/waiting.py`, from `estimates.py`'s reads), in the
+`mpijob.io/waiting` and `mpijob.io/estimated-start` annotations every client shows.
 Evictions call back into the TrainJob controller, which stops the whole job. Cycles are coalesced: a
 burst of events costs one cycle.
 """
@@ -12,17 +14,20 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
+from prometheus_client import CollectorRegistry
+
 from mpijob.api import Obj, resources
-from mpijob.api.kueue.adapters import live, stop_policy
+from mpijob.api.kueue.adapters import live, stop_policy, workload_name
 from mpijob.api.kueue.snapshot import Snapshot
 from mpijob.api.names import (
     ACTIVE,
     ADMITTED,
     ANNOTATION_CAPACITY,
-    ANNOTATION_WAITING,
     EVICTED,
+    FINISHED,
     PREEMPTED,
     QUOTA_RESERVED,
     REASON_CLUSTER_QUEUE_STOPPED,
@@ -32,8 +37,10 @@ from mpijob.api.names import (
     REQUEUED,
 )
 from mpijob.api.quantity import from_base_units
+from mpijob.api.waiting import Waiting
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
+from mpijob.controllers.kueue import estimates
 from mpijob.controllers.kueue.scheduler import (
     Admit,
     Pending,
@@ -44,7 +51,9 @@ from mpijob.controllers.kueue.scheduler import (
 )
 from mpijob.controllers.kueue.scheduler import messages as msg
 from mpijob.controllers.kueue.scheduler.admissibility import inactive, local_queue_active
+from mpijob.controllers.kueue.scheduler.waiting import explain
 from mpijob.controllers.kueue.workloads import build_snapshot, default_objects
+from mpijob.controllers.metrics.kueue import KueueMetrics
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
@@ -57,12 +66,17 @@ def _split(key: str) -> tuple[str, str]:
 
 
 class Queueing:
-    def __init__(self, store: Store, evict: Callable[[Obj, str], Awaitable[None]]) -> None:
+    def __init__(self, store: Store, evict: Callable[[Obj, str], Awaitable[None]],
+                 metrics: KueueMetrics | None = None) -> None:
         self.store = store
         self._evict = evict
+        self.metrics = metrics or KueueMetrics(CollectorRegistry())  # Kueue's counters (controllers/metrics)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._pending_messages: dict[str, str] = {}
+        self._said: dict[str, dict[str, str]] = {}  # workload key → why it waits, as last written on it
+        self._told: dict[str, str] = {}  # workload key → what held it when its TrainJob was last told (Event)
+        self.history = estimates.History()  # run times of finished jobs, for the estimates
+        self._reports: dict[str, str] = {}  # TrainJob uid → the time of its last progress report
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -104,14 +118,18 @@ class Queueing:
 
     async def cycle(self) -> Snapshot:
         snap = build_snapshot(self.store)
+        waiting: dict[str, Pending] = {}
         for decision in schedule(snap):
             if isinstance(decision, Admit):
                 self._admit(decision)
             elif isinstance(decision, Preempt):
-                await self._preempt(decision)
+                await self._preempt(decision, snap)
             elif isinstance(decision, Pending):
                 self._pending(decision)
-        self._queue_status(build_snapshot(self.store))
+                waiting[decision.workload] = decision
+        after = build_snapshot(self.store)
+        self._queue_status(after)
+        self._explain(after, waiting)
         return snap
 
     def _workload(self, key: str) -> Obj | None:
@@ -128,6 +146,7 @@ class Queueing:
         wl = self._workload(d.workload)
         if wl is None or not live(wl):
             return
+        self.metrics.admitted(wl, d.cluster_queue, time.time())
         wl.setdefault("status", {})["admission"] = d.assignment.to_api(d.cluster_queue)
         cond.set_condition(wl, QUOTA_RESERVED, True, QUOTA_RESERVED, f"Quota reserved in ClusterQueue {d.cluster_queue}")
         cond.set_condition(wl, ADMITTED, True, ADMITTED, "The workload is admitted")
@@ -135,17 +154,16 @@ class Queueing:
             if cond.get(wl, kind):
                 cond.set_condition(wl, kind, False, QUOTA_RESERVED, "The workload has quota reserved")
         self.store.update(resources.WORKLOADS, wl, status=True)
-        self._pending_messages.pop(d.workload, None)
         self._annotate(d.workload, None)
         if (tj := self._owner(wl)) is not None:
             events.record(self.store, tj, ADMITTED,
                           f"Admitted by ClusterQueue {d.cluster_queue}: quota reserved, the job starts")
 
-    async def _preempt(self, d: Preempt) -> None:
+    async def _preempt(self, d: Preempt, snap: Snapshot) -> None:
         wl = self._workload(d.workload)
         if wl is None:
             return
-        wl.setdefault("status", {}).pop("admission", None)
+        held = wl.setdefault("status", {}).pop("admission", None) or {}
         stopped = d.reason in (REASON_CLUSTER_QUEUE_STOPPED, REASON_LOCAL_QUEUE_STOPPED)  # evicted, not preempted
         why = d.reason if stopped else PREEMPTED
         cond.set_condition(wl, EVICTED, True, why, d.message)
@@ -155,6 +173,11 @@ class Queueing:
         cond.set_condition(wl, ADMITTED, False, why, d.message)
         cond.set_condition(wl, REQUEUED, True, why, d.message)
         self.store.update(resources.WORKLOADS, wl, status=True)
+        if held:
+            self.metrics.evicted(wl, held.get("clusterQueue", ""), why)
+        if not stopped:
+            by_cq = next((w.cluster_queue for w in snap.workloads if w.key == d.by), "")
+            self.metrics.preempted(by_cq, d.reason)
         tj = self._owner(wl)
         if tj is not None:
             by = f"; preempted by workload {d.by}" if d.by else ""
@@ -168,25 +191,63 @@ class Queueing:
         # An empty message: Kueue did not look at it this cycle (behind a StrictFIFO head); keep the last.
         if d.message and cond.set_condition(wl, QUOTA_RESERVED, False, d.reason, d.message):
             self.store.update(resources.WORKLOADS, wl, status=True)
-        if self._pending_messages.get(d.workload) != d.human:
-            self._pending_messages[d.workload] = d.human
-            self._annotate(d.workload, d.human)
-            if (tj := self._owner(wl)) is not None:
-                events.record(self.store, tj, REASON_PENDING, d.human)
 
-    def _annotate(self, key: str, waiting: str | None) -> None:
-        """The human 'why waiting' message on the Workload, where every client can read it."""
+    def _explain(self, snap: Snapshot, waiting: dict[str, Pending]) -> None:
+        """Why each workload the cycle left pending waits, on it for every client, and in an Event on its
+        TrainJob when what holds it changes (quota, a stopped queue, a preemption...: the decision's
+        reason), not at each move of the numbers or of its place in line."""
+        for key in (self._said.keys() | self._told.keys()) - {w.key for w in snap.workloads}:  # gone or inactive
+            self._said.pop(key, None)
+            self._told.pop(key, None)
+        if not waiting:
+            return
+        now = time.time()
+        for key, why in explain(snap, waiting, estimates.timing(self.store, snap, self.history), now).items():
+            self._annotate(key, why, now)
+            held = f"{waiting[key].reason}{'/never' if waiting[key].never_fits else ''}"
+            if self._told.get(key) != held:
+                self._told[key] = held
+                if (wl := self._workload(key)) is not None and (tj := self._owner(wl)) is not None:
+                    events.record(self.store, tj, REASON_PENDING, why.sentence())
+
+    def _annotate(self, key: str, waiting: Waiting | None, now: float | None = None) -> None:
+        """Why the Workload waits (None: it does not), in its annotations, where every client reads it.
+        What was last written is remembered, so a cycle that has nothing new to say reads no Workload."""
+        now = time.time() if now is None else now
+        said = self._said.get(key)
+        if said is not None and not estimates.restate({"metadata": {"annotations": dict(said)}}, waiting, now):
+            return
         wl = self._workload(key)
-        if wl is None:
-            return
-        annotations = wl["metadata"].setdefault("annotations", {})
-        if annotations.get(ANNOTATION_WAITING) == waiting:
-            return
-        if waiting is None:
-            annotations.pop(ANNOTATION_WAITING, None)
+        if wl is not None and estimates.restate(wl, waiting, now):
+            wl = self.store.update(resources.WORKLOADS, wl)
+        if wl is None or waiting is None:
+            self._said.pop(key, None)
+            self._told.pop(key, None)
         else:
-            annotations[ANNOTATION_WAITING] = waiting
-        self.store.update(resources.WORKLOADS, wl)
+            self._said[key] = estimates.said(wl)
+
+    # -- what the estimates are made of ----------------------------------------------------------
+
+    def trainjob_changed(self, tj: Obj) -> None:
+        """A finished job joins the run-time history; a new progress report from a running one may move
+        the estimates of the jobs that wait, so it asks for a cycle (only when some wait)."""
+        uid = tj["metadata"].get("uid", "")
+        if cond.finished(tj):
+            self._reports.pop(uid, None)
+            self.history.observe(tj, self.store.try_get(resources.WORKLOADS, tj["metadata"]["namespace"],
+                                                        workload_name(tj)))
+            return
+        reported = ((tj.get("status") or {}).get("trainerStatus") or {}).get("lastUpdatedTime")
+        if reported and self._reports.get(uid) != reported:
+            self._reports[uid] = reported
+            if self._said:
+                self.kick()
+
+    def workload_changed(self, wl: Obj) -> None:
+        """A Workload that is neither active nor finished waits for someone to activate it: say so."""
+        if live(wl) or cond.is_true(wl, FINISHED) or cond.is_true(wl, QUOTA_RESERVED):
+            return
+        self._annotate(f"{wl['metadata']['namespace']}/{wl['metadata']['name']}", estimates.inactive(self._owner(wl)))
 
     # -- queue status --------------------------------------------------------------------------
 

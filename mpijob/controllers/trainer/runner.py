@@ -6,18 +6,19 @@ from __future__ import annotations
 import asyncio
 import enum
 import functools
-import re
+import os
 import signal
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mpijob.api import Obj, names
-from mpijob.api.mpi_output import LauncherOutput, asks_for_tags
+from mpijob.api import Obj, failures, names
+from mpijob.api.mpi_output import LauncherOutput, asks_for_tags, parse_rank_field
 from mpijob.api.plan import PodPlan, RunPlan
-from mpijob.controllers.kubelet import pods
-from mpijob.controllers.kubelet.cgroups import PodCgroup
-from mpijob.controllers.kubelet.network import SERVICE_IP, SERVICE_PORT, JobNetwork, namespace_name
+from mpijob.api.quantity import quantity_value
+from mpijob.controllers.kubelet import pods, trainer_status
+from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
+from mpijob.controllers.kubelet.network import JobNetwork, namespace_name
 from mpijob.controllers.kubelet.sandbox import (
     ACCEPTED,
     LOCAL_MCA,
@@ -36,7 +37,9 @@ from mpijob.controllers.trainer import deadline
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
 
-READY_TIMEOUT = 60.0  # seconds for every node to accept the job key
+READY_TIMEOUT = 60.0  # seconds for every node to accept the job key, unless the server's environment says
+READY_TIMEOUT_ENV = "MPIJOB_READY_TIMEOUT"  # otherwise (docs/troubleshooting.md, "sshd not ready")
+LOG_TAIL = 200  # lines of the launcher's log the failure classifier reads
 PROBE_INTERVAL = 0.01
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL when tearing a job down
 ROOT_ALLOWANCE = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -47,6 +50,7 @@ class Outcome:
     succeeded: bool
     reason: str  # TrainJob condition reason
     message: str
+    failure: str = ""  # the class of a failed run (api/failures.py), beside upstream's reason
 
 
 class Then(enum.Enum):
@@ -132,14 +136,16 @@ class JobRunner:
                           **({YIELD_WHEN_IDLE: "1"} if yield_when_idle else {})}
         self.api_server = api_server
         self.network: JobNetwork | None = None  # the job's own network (namespace mode), made by run()
-        self.service_env = {}  # where pods find the API server: the Service address in their own network
-        if api_server:
-            self.service_env = kubernetes_env(*api_server) if self.mode == PROCESS else \
-                kubernetes_env(SERVICE_IP, SERVICE_PORT)
+        address = trainer_status.api_address(self.mode, api_server)
+        # where pods find the API server (the Service address in their own network), and their job's status endpoint
+        self.service_env = kubernetes_env(*address) if address else {}
+        self.status_url = trainer_status.status_url(address, plan)
         self.procs: dict[Proc, pods.PodProcess] = {}
         self.exits: dict[Proc, pods.Exit] = {}
         self.cgroups: dict[str, PodCgroup] = {}  # pod name → its cgroup (namespace mode)
+        self.usage: dict[str, Usage] = {}  # pod name → what it used, read at teardown (job accounting)
         self.stopped: Stop | None = None  # set by stop(): why the run was ended from outside
+        self.ready_timeout = float(os.environ.get(READY_TIMEOUT_ENV) or READY_TIMEOUT)
 
     # -- environment ---------------------------------------------------------------------------
 
@@ -148,19 +154,22 @@ class JobRunner:
         return {"MPIJOB_CLUSTER": self.cluster_id, "MPIJOB_POD": f"{self.plan.namespace}/{pod.name}"}
 
     def _devices(self, pod: PodPlan) -> dict[str, str]:
-        """The pod's own GPUs: like the NVIDIA device plugin, a pod without GPUs sees none."""
-        return {"CUDA_VISIBLE_DEVICES": ",".join(str(d) for d in self.gpus.get(pod.name, []))}
+        """The pod's own GPUs: like the NVIDIA device plugin, a pod without GPUs sees none. Numbered in
+        PCI bus order, as NVML and nvidia-smi number them, so its usage is read from the right GPUs."""
+        return {"CUDA_VISIBLE_DEVICES": ",".join(str(d) for d in self.gpus.get(pod.name, [])),
+                "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
     def _env(self, pod: PodPlan, user: User, own: Iterable[Obj], identity: dict[str, str]) -> dict[str, str]:
         """The environment every process of a pod starts with, its container and its sshd sessions alike:
         PATH, who and where it is (`identity`), the API server's Service variables, the local MCA settings,
-        the cluster marker, the pod's GPUs, root's allowance to run Open MPI, and last the job's own
-        variables (`own`), which win (as a container's env wins over the kubelet's Service variables)."""
+        the cluster marker, the pod's GPUs, root's allowance to run Open MPI, then the job's own
+        variables (`own`), which win (as a container's env wins over the kubelet's Service variables), and
+        Trainer's status variables, which Trainer's plugin upserts over them."""
         env = {"PATH": pod_path(), **identity, **self.service_env, **self.local_mca,
                "MPIJOB_CLUSTER": self.cluster_id, **self._devices(pod)}
         if user.uid == 0:
             env |= ROOT_ALLOWANCE
-        return env | _values(own)
+        return env | _values(own) | trainer_status.env(self.status_url, self.files, pod)
 
     def _session_env(self, pod: PodPlan, user: User) -> dict[str, str]:
         """What sshd gives every remote session (ranks, orted): trainer.env reaches every rank."""
@@ -225,16 +234,17 @@ class JobRunner:
         ip = self.ips[pod.hostname]
         proc = self.procs[key]
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + READY_TIMEOUT
+        deadline = loop.time() + self.ready_timeout
+        answered = False  # whether its sshd ever spoke SSH: if so, the key is what it refused
         while True:
             self._check_stop()
             if proc.proc.returncode is not None:
-                exit = await proc.wait()
-                said = self._last_line(proc.name)
-                raise NodeFailed(pod, exit, "exited before it was ready", said)
+                self.exits[key] = await proc.wait()
+                raise NodeFailed(pod, answered)
             if loop.time() > deadline:
-                raise NodeFailed(pod, None, f"did not accept the job key within {READY_TIMEOUT:.0f}s")
+                raise NodeFailed(pod, answered)
             if await self._sshd_answers(ip):
+                answered = True
                 if await self._key_accepted(ip, user):
                     if key.role is Role.CONTAINER:
                         pods.set_running(self.store, self.plan.namespace, pod.name, ip, ready=True)
@@ -306,7 +316,7 @@ class JobRunner:
             await self._start(launcher, users[launcher.name])
             outcome = await self._supervise()
         except NodeFailed as failure:
-            outcome = Outcome(False, names.REASON_FAILED_JOBS, failure.message())
+            outcome = self._failed(failure.pod.name, failure)
         except Stopped:
             pass  # raised only once stop() has been called: its Stop is the outcome, below
         if self.stopped:  # what ended the run from outside, not how its killed pods exited, is the outcome
@@ -328,17 +338,33 @@ class JobRunner:
         mpirun = pod.is_launcher and key.role is Role.CONTAINER
         if mpirun and result.ok:
             return Outcome(True, names.REASON_COMPLETED, "jobset completed successfully")
-        if mpirun:
-            msg = f"launcher pod {pod.name} exited with {result.describe()}"
-            detail = _rank_failure(self.logs.read(self.plan.namespace, pod.name, names.CONTAINER, tail_lines=60))
-            last = self._last_line(pod.name)
-            msg = f"{detail}; {msg}" if detail else f"{msg}: {last}" if last else msg
-        else:
-            msg = f"node pod {pod.name} ({pod.host}) exited with {result.describe()} while the job was running"
-        ooms = [p for p, cg in self.cgroups.items() if cg.oom_kills()]
-        if ooms:
-            msg += "; OOMKilled: memory limit exceeded in pod " + ", ".join(ooms)
-        return Outcome(False, names.REASON_FAILED_JOBS, msg)
+        return self._failed(pod.name)
+
+    def _failed(self, culprit: str, not_ready: NodeFailed | None = None) -> Outcome:
+        """A failed run's outcome in the classifier's words (`api/failures.py`), from what the runner saw:
+        every pod's exit, OOM kills, peak memory and limit, the launcher's last lines with their ranks."""
+        launcher = next(p for p in self.plan.pods if p.is_launcher)
+        tail = self.logs.read(self.plan.namespace, launcher.name, names.CONTAINER, tail_lines=LOG_TAIL, ranks=True)
+        hosts = sum(1 for p in self.plan.pods if p.in_hostfile)
+        found = failures.classify(failures.Facts(
+            job=self.plan.job, culprit=culprit, pods=tuple(self._pod_facts(p) for p in self.plan.pods),
+            launcher_log=tuple(_ranked(line) for line in tail.decode(errors="replace").splitlines()),
+            slots=hosts * self.plan.slots, hosts=hosts, key_dir=self.plan.ssh_auth_mount_path,
+            starting=not_ready is not None, ready_timeout=self.ready_timeout,
+            sshd_answered=bool(not_ready and not_ready.answered)))
+        return Outcome(False, names.REASON_FAILED_JOBS, found.message, found.reason)
+
+    def _pod_facts(self, pod: PodPlan) -> failures.PodFacts:
+        key = next((k for k in (Proc(pod.name), Proc(pod.name, Role.SSHD)) if k in self.exits), None)
+        exit = self.exits[key] if key else None
+        cgroup = self.cgroups.get(pod.name)
+        used = cgroup.usage() if cgroup else None
+        limit = (pod.resources.get("limits") or {}).get("memory")
+        return failures.PodFacts(
+            pod.name, pod.host, pod.is_launcher, exit.code if exit else None, exit.signal if exit else None,
+            cgroup.oom_kills() if cgroup else 0, used.memory_peak_bytes if used else None,
+            quantity_value(limit) if limit is not None else None,
+            self._last_line(pod.name + ("-sshd" if key and key.role is Role.SSHD else "")) if key else "")
 
     async def teardown(self, outcome: Outcome) -> None:
         """Stop what still runs, SIGTERM then SIGKILL, and write every pod's final status."""
@@ -359,7 +385,7 @@ class JobRunner:
             name, exit = key.pod, self.exits.get(key) or await proc.wait()
             cgroup = self.cgroups.get(name)
             if cgroup and cgroup.oom_kills() and not outcome.succeeded:
-                pods.set_terminated(self.store, ns, name, pods.Exit(137, 9), "OOMKilled",
+                pods.set_terminated(self.store, ns, name, pods.Exit(137, 9), names.REASON_OOM_KILLED,
                                     f"a process of this pod exceeded its memory limit ({cgroup.oom_kills()} OOM kill(s))")
             elif key in live and outcome.succeeded:
                 # Nodes are shut down once the launcher is done, as JobSet does.
@@ -370,7 +396,9 @@ class JobRunner:
                 pods.set_terminated(self.store, ns, name, exit, None, f"stopped because the TrainJob failed: {outcome.message}")
             else:
                 pods.set_terminated(self.store, ns, name, exit)
-        for cgroup in self.cgroups.values():
+        for name, cgroup in self.cgroups.items():
+            if used := cgroup.usage():  # what the pod used, for the job's history, before its cgroup goes
+                self.usage[name] = used
             cgroup.remove()
         if self.network:
             await self.network.close()
@@ -405,25 +433,15 @@ class Stopped(Exception):
 
 
 class NodeFailed(Exception):
-    def __init__(self, pod: PodPlan, exit: pods.Exit | None, what: str, said: str = "") -> None:
-        super().__init__(what)
-        self.pod, self.exit, self.what, self.said = pod, exit, what, said
+    """A node's sshd exited (its exit is in `JobRunner.exits`), or did not accept the job key in time,
+    before the launcher started; `answered`: whether it ever spoke SSH."""
 
-    def message(self) -> str:
-        how = f" ({self.exit.describe()})" if self.exit else ""
-        said = f": {self.said}" if self.said else ""
-        return f"node pod {self.pod.name} ({self.pod.host}) {self.what}{how}{said}"
+    def __init__(self, pod: PodPlan, answered: bool) -> None:
+        super().__init__(pod.name)
+        self.pod, self.answered = pod, answered
 
 
-_EXIT_CODE = re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]\s*Exit code:\s*(\d+)", re.S)
-_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+) \(([^)]*)\)")
-
-
-def _rank_failure(tail: bytes) -> str:
-    """Name the failed rank from mpirun's own report, when it gave one (Open MPI 4 wording)."""
-    text = tail.decode(errors="replace")
-    if m := _SIGNAL.search(text):
-        return f"rank {m.group(1)} on {m.group(2)} exited on signal {m.group(3)} ({m.group(4)})"
-    if m := _EXIT_CODE.search(text):
-        return f"rank {m.group(1)} exited with code {m.group(2)}"
-    return ""
+def _ranked(line: str) -> failures.Line:
+    """A launcher log line as `pods/log` gives it with ranks (`<rank> <text>`)."""
+    rank, _, text = line.partition(" ")
+    return failures.Line(parse_rank_field(rank), text)

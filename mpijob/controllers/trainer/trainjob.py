@@ -30,6 +30,7 @@ from mpijob.api.resources import (
 from mpijob.api.selectors import parse_labels
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events, scc
+from mpijob.controllers.kubelet import trainer_status
 from mpijob.controllers.kubelet.addresses import AddressPool, CorePool, DevicePool, crowding
 from mpijob.controllers.kubelet.sandbox import (
     NAMESPACE,
@@ -42,6 +43,7 @@ from mpijob.controllers.kubelet.sandbox import (
 from mpijob.controllers.kueue.workloads import render_workload
 from mpijob.controllers.quota import limit_ranges, with_limit_ranges
 from mpijob.controllers.trainer import deadline
+from mpijob.controllers.trainer.accounting import Accounting
 from mpijob.controllers.trainer.runner import JobRunner, Outcome, Stop, Then
 from mpijob.store import audit
 from mpijob.store.home import Home
@@ -79,13 +81,15 @@ def job_pods(store: Store, namespace: str, job: str) -> list[Obj]:
 class TrainJobController:
     def __init__(
         self, store: Store, logs: LogStore, home: Home, mode: str, cluster_id: str, gpus: int = 0,
-        kick: Callable[[], None] = lambda: None,
+        kick: Callable[[], None] = lambda: None, on_finish: Callable[[Obj], None] = lambda tj: None,
     ) -> None:
         self.store, self.logs, self.home, self.mode, self.cluster_id = store, logs, home, mode, cluster_id
+        self.on_finish = on_finish  # told of every TrainJob that has just ended (its metrics)
         self.addresses = AddressPool(cluster_id, own_networks=mode == NAMESPACE)
         self.devices = DevicePool(gpus)
         self.cores = CorePool()
         self.kick = kick  # asks the queueing controller for a scheduling cycle
+        self.accounting = Accounting(home.history)  # the job history (`mpijob history`)
         self.runners: dict[str, tuple[JobRunner, asyncio.Task[None]]] = {}
         self.deadlines: dict[str, asyncio.TimerHandle] = {}  # uid → the check at its activeDeadlineSeconds
 
@@ -108,6 +112,7 @@ class TrainJobController:
                 plan: RunPlan | None = self._plan(tj)
             except ApiError:
                 plan = None  # its runtime is missing or unusable: it fails when it is resumed
+            self.accounting.seen(tj, plan)
             self._sync_workload(tj, plan, render.owner_reference(tj) if plan else None)
             if uid in self.runners:
                 asyncio.create_task(self.stop(uid, Stop.suspended()))
@@ -126,6 +131,7 @@ class TrainJobController:
         except ApiError as e:
             self.finish(tj, Outcome(False, names.REASON_RUNTIME_NOT_SUPPORTED, e.message))
             return
+        self.accounting.seen(tj, plan)
         owner = render.owner_reference(tj)
         wl = self._sync_workload(tj, plan, owner)
         if wl is None or not cond.is_true(wl, names.ADMITTED):
@@ -139,7 +145,10 @@ class TrainJobController:
         plan = admitted
         private_pem, public_line = self._ensure_secret(plan, owner)
         self.store.ensure(CONFIGMAPS, render.render_hostfile_configmap(plan, owner))
-        stored = {pod.name: self.store.ensure(PODS, render.render_pod(plan, pod, owner, accounts[pod.name]))
+        self.store.ensure(CONFIGMAPS, render.render_tls_configmap(plan, owner, self.home.ca_pem()))
+        server = api_server(self.home)
+        url = trainer_status.status_url(trainer_status.api_address(self.mode, server), plan)
+        stored = {pod.name: self.store.ensure(PODS, render.render_pod(plan, pod, owner, accounts[pod.name], url))
                   for pod in plan.pods}
         events.record(self.store, tj, "CreatedPods", f"Created {len(plan.pods)} pods for {plan.num_nodes} node(s): "
                       + ", ".join(p.name for p in plan.pods))
@@ -151,8 +160,8 @@ class TrainJobController:
         files.write(plan, private_pem, public_line, ips, job_user(plan, launcher, self.mode))
         self._write_service_accounts(files, plan, accounts, stored)
         crowded = self._crowded(tj, plan, cores)
-        runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus, cores, crowded,
-                           api_server(self.home))
+        runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus, cores, crowded, server)
+        self.accounting.started(tj, wl, plan)
         self.runners[uid] = (runner, asyncio.create_task(self._run(tj, plan, runner)))
         self._watch_deadline(tj, wl)
 
@@ -184,14 +193,19 @@ class TrainJobController:
 
     def _write_service_accounts(self, files: JobFiles, plan: RunPlan, accounts: dict[str, Obj],
                                 stored: dict[str, Obj]) -> None:
-        """As the kubelet fills each pod's projected ServiceAccount volume: a token bound to the stored pod,
-        its namespace and the cluster CA; nothing for a pod that does not automount its token."""
+        """As the kubelet fills each pod's projected volumes: its ServiceAccount's (a token bound to the stored
+        pod, its namespace and the cluster CA; nothing for a pod that does not automount its token), and
+        Trainer's status volume (the same account's token for the job's audience, and the CA)."""
         key, ca = self.home.service_account_key(), self.home.ca_pem().encode()
+        audience = names.trainjob_status_audience(plan.namespace, plan.job)
         for pod in plan.pods:
             account, obj = accounts[pod.name], stored[pod.name]
             mounted = render.automounts(obj.get("spec") or {}, account)
             wanted = ServiceAccountFiles(tokens.for_pod(key, account, obj), plan.namespace, ca) if mounted else None
-            files.write_service_account(pod, job_user(plan, pod, self.mode), wanted)
+            user = job_user(plan, pod, self.mode)
+            files.write_service_account(pod, user, wanted)
+            status_token = tokens.for_pod(key, account, obj, audience=audience)  # Trainer's projected token
+            files.write_trainer_status(pod, user, status_token, ca)
 
     def _crowded(self, tj: Obj, plan: RunPlan, cores: dict[str, list[int]]) -> bool:
         """Whether the job's ranks outnumber their cores, so they must yield when idle (said in an Event;
@@ -315,6 +329,7 @@ class TrainJobController:
             self.devices.release([d for ds in runner.gpus.values() for d in ds])
             self.cores.release([c for cs in runner.cores.values() for c in cs])
             self.runners.pop(uid, None)
+        self.accounting.run_ended(uid, runner)
         then = runner.stopped.then if runner.stopped else Then.FAIL
         if then is Then.FORGET:  # deleted: its pods go with it (gc.cascade)
             return
@@ -334,7 +349,11 @@ class TrainJobController:
         tj = self.store.update(TRAINJOBS, tj, status=True)
         audit.open_log(self.home.audit_log).write(audit.trainjob_finished(tj, kind, outcome.reason))
         self._sync_workload(tj, finished=True)
-        events.record(self.store, tj, outcome.reason, outcome.message, warning=not outcome.succeeded)
+        self.on_finish(tj)
+        self.accounting.finished(tj, outcome)
+        # the failure's class, when it has one, is the Event's reason: the condition keeps upstream's
+        events.record(self.store, tj, outcome.failure or outcome.reason, outcome.message,
+                      warning=not outcome.succeeded)
 
     # -- status --------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import platform
 from typing import Any
 
 from mpijob._version import __version__
+from mpijob.api import names
 from mpijob.api.resources import ALL, Resource, groups
 
 KUBE_MAJOR, KUBE_MINOR = "1", "32"
@@ -50,7 +51,9 @@ def _group(name: str, versions: list[str]) -> dict[str, Any]:
 
 
 def api_group_list() -> dict[str, Any]:
-    named = [_group(g, v) for g, v in groups().items() if g]
+    """The stored groups, and the resource metrics API (computed: `routes/metrics.py`), which kubectl top
+    looks for here before it asks for any metrics."""
+    named = [_group(g, v) for g, v in groups().items() if g] + [_group(names.METRICS_GROUP, [names.METRICS_VERSION])]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": named}
 
 

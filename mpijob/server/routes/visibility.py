@@ -19,7 +19,7 @@ from starlette.responses import Response
 from mpijob.api import Obj, errors, names
 from mpijob.api.kueue.snapshot import Snapshot, Workload
 from mpijob.api.resources import lookup
-from mpijob.server.http import json_response, parse_int
+from mpijob.server.http import ANY_METHOD, json_response, parse_int, read_only
 from mpijob.store.objects import Store
 
 Positions = Mapping[str, tuple[int, int]]  # "<ns>/<name>" → (position in ClusterQueue, in LocalQueue)
@@ -28,7 +28,6 @@ GROUP = names.KUEUE_VISIBILITY_GROUP
 VERSION = names.KUEUE_VERSION
 API_VERSION = f"{GROUP}/{VERSION}"
 DEFAULT_LIMIT = 1000  # Kueue's DefaultPendingWorkloadsLimit
-METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 router = APIRouter()
 
@@ -162,26 +161,22 @@ def _store(request: Request) -> Store:
     return request.app.state.cluster.store  # type: ignore[no-any-return]
 
 
-def _get_only(request: Request) -> None:
-    if request.method != "GET":
-        raise errors.method_not_allowed(f"the server does not allow {request.method} on {GROUP}: it is read-only")
 
-
-@router.api_route(f"/apis/{GROUP}", methods=METHODS)
+@router.api_route(f"/apis/{GROUP}", methods=ANY_METHOD)
 async def group_doc(request: Request) -> Response:
-    _get_only(request)
+    read_only(request, GROUP)
     return json_response(api_group())
 
 
-@router.api_route(f"/apis/{GROUP}/{VERSION}", methods=METHODS)
+@router.api_route(f"/apis/{GROUP}/{VERSION}", methods=ANY_METHOD)
 async def version_doc(request: Request) -> Response:
-    _get_only(request)
+    read_only(request, GROUP)
     return json_response(api_resource_list())
 
 
-@router.api_route(f"/apis/{GROUP}/{VERSION}/{{rest:path}}", methods=METHODS)
+@router.api_route(f"/apis/{GROUP}/{VERSION}/{{rest:path}}", methods=ANY_METHOD)
 async def pending_workloads(request: Request, rest: str) -> Response:
-    _get_only(request)
+    read_only(request, GROUP)
     parts = [p for p in rest.split("/") if p]
     offset, limit = _paging(request)
     if len(parts) == 3 and parts[0] == "clusterqueues" and parts[2] == "pendingworkloads":

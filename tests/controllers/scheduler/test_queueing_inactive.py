@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from mpijob.api import resources as r
+from mpijob.api.names import ANNOTATION_ESTIMATED_START as ESTIMATED_START
 from mpijob.api.names import ANNOTATION_WAITING as WAITING_ANNOTATION
 from mpijob.controllers.kueue.queueing import Queueing
 from mpijob.store.objects import Store
@@ -64,7 +65,8 @@ def test_missing_admission_check_is_written_on_queue_local_queue_and_workload(st
     assert _condition(wl, "QuotaReserved") == ("False", "Suspended", "ClusterQueue team is inactive")
     assert "admission" not in wl["status"]
     assert wl["metadata"]["annotations"][WAITING_ANNOTATION].startswith(
-        "ClusterQueue team is inactive: AdmissionCheck prov not found")
+        "needs 1 cpu, 4 of 4 free in ClusterQueue team; ClusterQueue team is inactive: AdmissionCheck prov not found")
+    assert ESTIMATED_START not in wl["metadata"]["annotations"]  # an inactive queue admits nothing: no estimate
 
     cq["spec"].pop("admissionChecksStrategy")
     store.update(r.CLUSTER_QUEUES, cq)
@@ -132,8 +134,7 @@ def test_stopped_local_queue_is_inactive_holds_its_workload_and_drains_on_hold_a
     assert _condition(store.get(r.CLUSTER_QUEUES, "", "team"), "Active")[0] == "True"  # the ClusterQueue is not
     wl = store.get(r.WORKLOADS, "default", "wl")
     assert _condition(wl, "QuotaReserved") == ("False", "Inadmissible", "LocalQueue team-lq is stopped")
-    assert wl["metadata"]["annotations"][WAITING_ANNOTATION].startswith(
-        "LocalQueue team-lq is stopped (stopPolicy Hold)")
+    assert "; LocalQueue team-lq is stopped (stopPolicy Hold)" in wl["metadata"]["annotations"][WAITING_ANNOTATION]
 
     lq = store.get(r.LOCAL_QUEUES, "default", "team-lq")
     lq["spec"]["stopPolicy"] = "None"

@@ -1,7 +1,10 @@
 """Kueue's wording and Kubernetes' quantity format, exactly (PARITY §4)."""
 
+from dataclasses import replace
+
 from sched_builders import GPU, job, pending, queue, snap
 
+from mpijob.api.kueue.snapshot import PodSet
 from mpijob.controllers.kueue.scheduler import messages as msg
 from mpijob.controllers.kueue.scheduler.cycle import schedule
 
@@ -58,3 +61,12 @@ def test_previously_considered_pod_sets_count():
     p = pending(schedule(snap([q], [w])))["default/j"]
     assert "previously considered podsets requests (1) + current podset request (3) > maximum capacity (3)" in p.message
     assert p.message.startswith("couldn't assign flavors to pod set node: ")
+
+
+def test_the_wait_names_the_whole_jobs_need_not_the_first_pod_sets():
+    """A launcher that is a node too asks for a GPU like each node: 2 nodes × 1 GPU need 2, even when the
+    launcher's pod set is the one that does not fit (it used to say "requested 1")."""
+    holder = job("holder", "team-a", gpus=2, admitted="default-flavor")
+    two = replace(job("two", "team-a", t=5), pod_sets=(PodSet("launcher", 1, {GPU: 1}), PodSet("node", 1, {GPU: 1})))
+    p = pending(schedule(snap([queue("team-a", {GPU: 2})], [holder, two])))["default/two"]
+    assert p.human == "Waiting for quota: nvidia.com/gpu requested 2, available 0 in ClusterQueue team-a"

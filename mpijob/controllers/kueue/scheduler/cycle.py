@@ -324,7 +324,7 @@ class _Cycle:
         assert res is not None
         short = res.shortfall
         if short is not None and not short.uncovered:
-            human = msg.waiting_for_quota(short.resource, short.requested, short.available, cq.name)
+            human = msg.waiting_for_quota(short.resource, entry.wl.total(short.resource), short.available, cq.name)
         elif short is not None:
             human = f"ClusterQueue {cq.name} has no quota for {short.resource}"
         else:

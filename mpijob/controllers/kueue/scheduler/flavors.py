@@ -46,10 +46,9 @@ Oracle = Callable[[FR, int], tuple[Mode, int]]
 
 @dataclass
 class Shortfall:
-    """The first resource that did not fit, for the human message."""
+    """The first resource that did not fit, for the human message (which names the workload's total of it)."""
 
     resource: str
-    requested: int
     available: int
     uncovered: bool = False  # no resource group of the ClusterQueue covers the resource
 
@@ -94,8 +93,8 @@ def _preferred(a: tuple[Mode, int], b: tuple[Mode, int]) -> bool:
 
 
 # fitsResourceQuota's answer: mode, borrow height, and when it does not fit now the reason and the
-# shortfall (resource, requested, available) for the human message
-_Fit = tuple[Mode, int, str, tuple[str, int, int] | None]
+# shortfall (resource, available) for the human message
+_Fit = tuple[Mode, int, str, tuple[str, int] | None]
 
 
 class Assigner:
@@ -109,9 +108,9 @@ class Assigner:
         self.shortfall: Shortfall | None = None
         self.group_reason = ""
 
-    def _note(self, res: str, requested: int, available: int, uncovered: bool = False) -> None:
+    def _note(self, res: str, available: int, uncovered: bool = False) -> None:
         if self.shortfall is None:
-            self.shortfall = Shortfall(res, requested, available, uncovered)
+            self.shortfall = Shortfall(res, available, uncovered)
 
     def _flavor_reason(self, reason: str) -> None:
         """A group's reason is its least severe flavor's (another flavor might do)."""
@@ -139,11 +138,11 @@ class Assigner:
         maximum = self.ledger.potential(cq, fr)
         val = assumed + request
         if val > maximum:
-            return NO_FIT, 0, msg.over_capacity(res, fr[0], assumed, request, maximum), (res, val, maximum)
+            return NO_FIT, 0, msg.over_capacity(res, fr[0], assumed, request, maximum), (res, maximum)
         borrow, may_reclaim = self.ledger.borrow_height(cq, fr, val)
         if val <= available:
             return FIT, borrow, "", None
-        reason, shortfall = msg.insufficient_unused(res, fr[0], val - available), (res, val, available)
+        reason, shortfall = msg.insufficient_unused(res, fr[0], val - available), (res, available)
         nominal = self.ledger.nominal[cq].get(fr, 0)
         if self.oracle is not None and (nominal >= val or may_reclaim or self.can_preempt_while_borrowing):
             return *self.oracle(fr, val), reason, shortfall
@@ -199,7 +198,7 @@ class Assigner:
                     if q == 0:
                         continue
                     reasons = [msg.unavailable(res)]
-                    self._note(res, q, 0, uncovered=True)
+                    self._note(res, 0, uncovered=True)
                     failed, reason = True, REASON_NO_MATCHING_FLAVOR
                     break
                 found, why = self.find_flavor(group, totals, assumed)

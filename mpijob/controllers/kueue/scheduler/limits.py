@@ -32,7 +32,7 @@ def never_fits(snap: Snapshot, wl: Workload, empty: Ledger | None = None) -> str
         return (f"ClusterQueue {cq.name} has no quota for {short.resource} (it covers {covered}); remove the "
                 f"{short.resource} request or add {short.resource} to the ClusterQueue's resourceGroups")
     res = short.resource
-    return (f"{res} requested {msg.quantity(res, short.requested)}, but ClusterQueue {cq.name} can never provide "
+    return (f"{res} requested {msg.quantity(res, wl.total(res))}, but ClusterQueue {cq.name} can never provide "
             f"more than {msg.quantity(res, short.available)} (nominal quota plus what it may borrow); request at "
             f"most {msg.quantity(res, short.available)} {res} or raise the ClusterQueue's quota")
 
