@@ -32,26 +32,19 @@ from typing import Any
 
 import httpx
 import pytest
+from fuzz_routes import FUZZ_NS, HEALTH, MAX_BODY, VISIBILITY, Route, _collection, discover, seed_objects
 from fuzz_support import (
     BAD_SELECTORS,
     CONTENT_TYPES,
     COPY_BOMB,
     DEPTH_PATCH,
-    FUZZ_NS,
-    HEALTH,
-    MAX_BODY,
     ODD_NAMES,
     QUERY,
     SPECIAL_BODIES,
-    VISIBILITY,
     Case,
     Record,
-    Route,
-    _collection,
     case,
-    discover,
     relevant,
-    seed_objects,
     url,
 )
 from hypothesis import HealthCheck, Phase, given, settings
