@@ -9,8 +9,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
-# prometheus: the real Prometheus that tests/e2e/test_prometheus.py runs against a server (docs/metrics.md)
-APT_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client prometheus
+# prometheus: the real Prometheus that tests/e2e/test_prometheus.py runs against a server (docs/metrics.md);
+# curl: the plain-HTTPS progress report of docs/progress.md, which tests/e2e/test_progress_e2e.py sends from a rank
+APT_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client prometheus curl
 PYTEST_ARGS ?= -q
 
 .PHONY: run test setup system-packages clean-venv
