@@ -5,33 +5,15 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import httpx
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 USERS = "/apis/mpijob.io/v1alpha1/users"
 METRICS_API = "/apis/metrics.k8s.io/v1beta1"
 
 
-@pytest.fixture()
-def user(http: httpx.Client, connect: Callable[..., httpx.Client]) -> Iterator[Callable[[], httpx.Client]]:
-    """`user()`: a new user with no binding, and a client with its token (`.user` is its name)."""
-    made: list[httpx.Client] = []
-
-    def make() -> httpx.Client:
-        name = f"m-{uuid.uuid4().hex[:6]}"
-        resp = http.post(USERS, json={"metadata": {"name": name}})
-        assert resp.status_code == 201, resp.text
-        client = connect(token=resp.json()["status"]["token"])
-        client.user = name  # type: ignore[attr-defined]
-        made.append(client)
-        return client
-
-    yield make
-    for c in made:
-        c.close()
 
 
 def bind(http: httpx.Client, user: str, role: str, namespace: str | None = None) -> None:
@@ -73,8 +55,8 @@ def test_metrics_are_the_prometheus_exposition_of_kueues_and_trainers_names(http
     assert openmetrics.text.rstrip().endswith("# EOF")
 
 
-def test_metrics_need_the_metrics_reader_role(http: httpx.Client, user: Callable[[], httpx.Client]) -> None:
-    alice = user()
+def test_metrics_need_the_metrics_reader_role(http: httpx.Client, new_user: Callable[..., httpx.Client]) -> None:
+    alice = new_user()
     denied = alice.get("/metrics")
     assert denied.status_code == 403, denied.text
     name = alice.user  # type: ignore[attr-defined]
@@ -108,8 +90,8 @@ def test_resource_metrics_are_read_only_lists_and_say_what_is_missing(http: http
     assert bad.status_code == 400
 
 
-def test_whoever_may_view_a_namespace_may_top_its_pods(http: httpx.Client, user: Callable[[], httpx.Client]) -> None:
-    bob = user()
+def test_whoever_may_view_a_namespace_may_top_its_pods(http: httpx.Client, new_user: Callable[..., httpx.Client]) -> None:
+    bob = new_user()
     assert bob.get(f"{METRICS_API}/namespaces/default/pods").status_code == 403
     bind(http, bob.user, "view", "default")  # type: ignore[attr-defined]
     assert bob.get(f"{METRICS_API}/namespaces/default/pods").status_code == 200

@@ -7,7 +7,7 @@ import csv
 import io
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,23 +35,6 @@ def admin(http: httpx.Client) -> httpx.Client:
     return http
 
 
-@pytest.fixture()
-def new_user(admin: httpx.Client, connect: Callable[..., httpx.Client]) -> Iterator[Callable[..., httpx.Client]]:
-    """`new_user(groups=[...])`: a fresh user and a client with its token (`.user` is its name)."""
-    made: list[httpx.Client] = []
-
-    def make(groups: list[str] | None = None) -> httpx.Client:
-        name = uniq("u")
-        resp = admin.post(USERS, json={"metadata": {"name": name}, "spec": {"groups": groups or []}})
-        assert resp.status_code == 201, resp.text
-        client = connect(token=resp.json()["status"]["token"])
-        client.user = name  # type: ignore[attr-defined]
-        made.append(client)
-        return client
-
-    yield make
-    for c in made:
-        c.close()
 
 
 def namespace(admin: httpx.Client) -> str:
