@@ -348,3 +348,11 @@ LABEL_HOSTNAME = "kubernetes.io/hostname"
 LABEL_OS = "kubernetes.io/os"
 LABEL_ARCH = "kubernetes.io/arch"
 LABEL_CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
+
+# -- The dashboard (docs/dashboard.md): served by the local cluster, logged in by a one-time ticket --------
+
+DASHBOARD_PATH = "/dashboard"  # the page and its assets; /dashboard/api/ is its session and what kube has no API for
+DASHBOARD_API = f"{DASHBOARD_PATH}/api"
+SESSION_COOKIE = "__Host-mpijob-session"  # __Host-: Secure, Path=/, no Domain, or the browser refuses it
+CSRF_HEADER = "X-CSRF-Token"  # every write with the session cookie carries the session's token in it
+LOGIN_FRAGMENT = "#login="  # the login link: the ticket rides in the fragment, which no request or log sees

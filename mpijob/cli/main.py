@@ -42,6 +42,7 @@ COMMANDS = {
     "top": ("mpijob.cli.top_cmd", "top"),
     "audit": ("mpijob.cli.audit_cmd", "audit"),
     "history": ("mpijob.cli.history_cmd", "history"),
+    "dashboard": ("mpijob.cli.dashboard_cmd", "dashboard"),
     "server": ("mpijob.cli.server_cmd", "server_app"),
     "user": ("mpijob.cli.user_cmd", "user_app"),
 }

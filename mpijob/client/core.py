@@ -221,6 +221,11 @@ def pod_metrics(namespace: str, label_selector: str | None = None) -> Op[list[Ob
     return items((yield from Call("GET", path, {"labelSelector": label_selector})))
 
 
+def login_ticket() -> Op[Obj]:
+    """A one-time login ticket for the dashboard, for the user these credentials are: `{ticket, path}`."""
+    return (yield from Call("POST", f"{names.DASHBOARD_API}/tickets"))
+
+
 def events_for(namespace: str, kind: str, name: str) -> Op[list[Obj]]:
     """Events about one object, oldest first (as `kubectl describe` lists them)."""
     selector = f"involvedObject.name={name},involvedObject.kind={kind}"

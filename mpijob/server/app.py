@@ -21,8 +21,9 @@ from mpijob.server.audit import AuditMiddleware
 from mpijob.server.auth import BearerAuth
 from mpijob.server.authz import Authorize
 from mpijob.server.http import BodyLimit, json_response, status_response
-from mpijob.server.routes import access, crud, discovery, history, metrics, progress, visibility
+from mpijob.server.routes import access, crud, dashboard, discovery, history, metrics, progress, visibility
 from mpijob.server.routes.paths import Discovery, not_found_path, parse
+from mpijob.server.sessions import Sessions
 from mpijob.server.state import Cluster
 from mpijob.store.home import Home
 from mpijob.store.objects import Store
@@ -63,11 +64,12 @@ def create_app(home: Home) -> FastAPI:
             store.close()
 
     app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
+    app.state.sessions = Sessions()  # the dashboard's logins, shared by authentication and its routes
     _routes(app)
     _error_handlers(app)
     app.add_middleware(BodyLimit)  # 3 MiB request bodies, innermost: checked when a route reads one
     app.add_middleware(Authorize)  # RBAC, inside authentication (mpijob.server.authz)
-    app.add_middleware(BearerAuth, tokens_file=home.tokens, home=home)
+    app.add_middleware(BearerAuth, tokens_file=home.tokens, home=home, sessions=app.state.sessions)
     app.add_middleware(AuditMiddleware, path=home.audit_log)  # added last: outermost, sees every 401/403
     return app
 
@@ -82,6 +84,7 @@ def _routes(app: FastAPI) -> None:
     app.include_router(history.router)  # mpijob.io's job records (`mpijob history`), likewise
     app.include_router(progress.router)  # POST of a job's progress to trainjobs/<name>/status (Trainer's status server)
     app.include_router(metrics.router)  # /metrics and metrics.k8s.io (kubectl top), computed, not stored
+    app.include_router(dashboard.router)  # /dashboard/: the page, its login, and what kube has no API for
 
     @app.get("/healthz")
     @app.get("/readyz")

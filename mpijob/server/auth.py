@@ -12,6 +12,8 @@
   `system:serviceaccount:<ns>:<name>` while its ServiceAccount (and its pod, for a pod's token) exists.
   A token for another audience does not, except a job's status token (Trainer's per-TrainJob audience)
   on that job's progress endpoint (`mpijob.server.routes.progress`).
+* The dashboard's session cookie (`mpijob.server.sessions`), when no bearer token is sent: the session's
+  user, while it exists; a write must also carry the session's CSRF token and come from no other origin.
 
 Changes take effect at the next request: adding or removing a user rewrites the file and the shared
 `TokenFile` of this process at once (`mpijob.store.users`, which the controllers also read to learn a
@@ -27,18 +29,22 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from starlette.requests import cookie_parser
+
 from mpijob.api import names, tokens
-from mpijob.api.errors import unauthorized
+from mpijob.api.errors import ApiError, unauthorized
 from mpijob.api.rbac import User, service_account_user
 from mpijob.api.resources import PODS, SERVICE_ACCOUNTS
 from mpijob.server.http import status_response
-from mpijob.server.routes import progress
+from mpijob.server.routes import dashboard, progress
+from mpijob.server.sessions import Sessions
 from mpijob.store.home import Home
 from mpijob.store.users import HASH_PREFIX, TokenFile, authenticated, token_file
 
 ADMIN_USER = "mpijob-admin"
 ADMIN_GROUPS = (names.SYSTEM_MASTERS, names.SYSTEM_AUTHENTICATED)
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/livez"})
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 __all__ = ["User", "TokenFile", "token_file", "ensure_admin_token", "BearerAuth", "ADMIN_USER"]
 
@@ -97,12 +103,14 @@ def service_account_claims(store: Any, key: bytes, token: str, audience: str = t
 
 
 class BearerAuth:
-    """ASGI middleware: every request except health probes needs a known bearer token.
+    """ASGI middleware: every request except health probes and the dashboard's public paths needs a known
+    bearer token or a dashboard session.
 
     The authenticated user (`mpijob.api.rbac.User`) is put in `scope["user"]` for later layers (RBAC, audit)."""
 
-    def __init__(self, app: Any, tokens_file: Path, home: Home | None = None) -> None:
+    def __init__(self, app: Any, tokens_file: Path, home: Home | None = None, sessions: Sessions | None = None) -> None:
         self.app = app
+        self.sessions = sessions if sessions is not None else Sessions()
         self.tokens = token_file(tokens_file)
         self._home = home
         self._sa_key = home.service_account_key() if home is not None else None  # the kubelet signs with it too
@@ -126,15 +134,47 @@ class BearerAuth:
             return None if claims is None else service_account_user(claims.namespace, claims.name, claims.uid)
         return None
 
+    def _session_user(self, scope: Any, headers: dict[bytes, bytes]) -> User | ApiError | None:
+        """The user of the dashboard's session cookie; a 403 for a write without its CSRF token or from
+        another origin; None when there is no live session of a user who still exists."""
+        cookie = cookie_parser(headers.get(b"cookie", b"").decode("latin-1")).get(names.SESSION_COOKIE, "")
+        session = self.sessions.lookup(cookie) if cookie else None
+        if session is None:
+            return None
+        user = session.user
+        if not user.name.startswith(names.SERVICE_ACCOUNT_USER_PREFIX) and all(
+                u.name != user.name for u in self.tokens.users()):
+            self.sessions.end_user(user.name)
+            return None
+        if scope["method"] not in SAFE_METHODS:
+            origin = headers.get(b"origin", b"").decode("latin-1")
+            host = headers.get(b"host", b"").decode("latin-1")
+            if origin and origin != f"https://{host}":
+                return forbidden_write(f"a write from {origin} with the dashboard's session cookie is refused: "
+                                       "only the dashboard's own page may write with it")
+            if not session.csrf_matches(headers.get(names.CSRF_HEADER.lower().encode(), b"").decode("latin-1")):
+                return forbidden_write(f"a write with the dashboard's session cookie needs the session's "
+                                       f"{names.CSRF_HEADER} header: reload the dashboard")
+        scope["session"] = session
+        return authenticated(user)
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or dashboard.is_public(scope["method"], scope["path"]):
             await self.app(scope, receive, send)
             return
-        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
-        scheme, _, token = header.partition(" ")
-        user = self._lookup(token.strip(), scope) if scheme.lower() == "bearer" and token.strip() else None
-        if user is None:
-            await status_response(unauthorized())(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        found: User | ApiError | None
+        if scheme.lower() == "bearer" and token.strip():
+            found = self._lookup(token.strip(), scope)
+        else:
+            found = self._session_user(scope, headers)
+        if not isinstance(found, User):
+            await status_response(found or unauthorized())(scope, receive, send)
             return
-        scope["user"] = user
+        scope["user"] = found
         await self.app(scope, receive, send)
+
+
+def forbidden_write(message: str) -> ApiError:
+    return ApiError(403, "Forbidden", message)

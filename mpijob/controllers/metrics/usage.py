@@ -33,6 +33,7 @@ from mpijob.api.quantity import parse_quantity
 from mpijob.api.resources import PODS
 from mpijob.controllers.kubelet.cgroups import PodCgroup
 from mpijob.controllers.metrics.gpus import MIB, GpuReading, Nvml, owners
+from mpijob.controllers.metrics.series import Point, UsageHistory
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,11 @@ class Sampler:
     machine: Reading | None = None
     gpus: list[GpuReading] = field(default_factory=list)
     gpu_owners: dict[int, PodKey] = field(default_factory=dict)
+    history: UsageHistory = field(init=False)  # every pod's readings over its life (the dashboard's charts)
     _task: asyncio.Task[None] | None = None
+
+    def __post_init__(self) -> None:
+        self.history = UsageHistory(self.interval)
 
     def sample(self, at: float | None = None) -> None:
         at = time.time() if at is None else at
@@ -130,6 +135,15 @@ class Sampler:
             except Exception as e:  # a GPU fell off the bus, the driver went away: say so, keep sampling
                 log.warning("reading the GPUs through NVML failed: %s", e)
                 self.gpus = []
+        for key, reading in current.items():
+            self.history.add(key, self._point(key, reading))
+
+    def _point(self, key: PodKey, reading: Reading) -> Point:
+        gpus = self.gpus_of(key)
+        if not gpus:
+            return Point(reading.at, reading.cpu_cores, reading.memory)
+        return Point(reading.at, reading.cpu_cores, reading.memory,
+                     sum(g.utilization for g in gpus) / len(gpus), sum(g.memory_used for g in gpus))
 
     def gpus_of(self, key: PodKey) -> list[GpuReading]:
         return [g for g in self.gpus if self.gpu_owners.get(g.index) == key]
