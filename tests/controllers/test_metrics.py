@@ -184,6 +184,9 @@ def test_the_sampler_reads_a_pods_cgroup_and_maps_gpus_to_pods(store: Store) -> 
         "node": "machine", "resource": "nvidia_com_gpu", "unit": "integer"}) == 3
     sampler.sample(at=1004.0)  # the cgroup is gone: the pods have ended
     assert sampler.pods == {} and sampler.gpu_owners == {}
+    life = sampler.history.series(("team", "job-node-0-0-fghij"))  # the dashboard's chart keeps it
+    assert [p.at for p in life] == [1000.0, 1002.0] and life[1].cpu_cores == second.cpu_cores
+    assert life[1].gpu_utilization == 30.0 and life[1].gpu_memory == 100 << 20  # GPU-aaa and GPU-ccc
 
 
 def test_gpu_owners_follow_cuda_visible_devices() -> None:
