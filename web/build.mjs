@@ -4,7 +4,7 @@
 import { build } from 'esbuild';
 import { cpSync, mkdirSync, rmSync } from 'node:fs';
 
-const outdir = 'dist';
+const outdir = process.env.OUTDIR || 'dist'; // OUTDIR: the reproducibility test builds elsewhere
 rmSync(outdir, { recursive: true, force: true });
 mkdirSync(outdir, { recursive: true });
 // PatternFly's React components each import their own stylesheet; the whole of PatternFly's CSS is
