@@ -20,6 +20,7 @@ export function useListsWatch(paths) {
   const key = paths.join('\n');
   const [state, setState] = useState({ items: [], error: null, loaded: false });
   useEffect(() => {
+    setState({ items: [], error: null, loaded: false }); // new paths: nothing of the old ones is shown as theirs
     const lists = paths.map(() => null);
     const errors = paths.map(() => null);
     const publish = () => setState({

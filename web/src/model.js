@@ -8,6 +8,8 @@ export const LABEL_JOBSET = 'jobset.sigs.k8s.io/jobset-name';
 export const LABEL_RJOB = 'jobset.sigs.k8s.io/replicatedjob-name';
 export const ANNOTATION_REQUESTER = 'mpijob.io/requester';
 export const ANNOTATION_WAITING = 'mpijob.io/waiting';
+export const ANNOTATION_ESTIMATED_START = 'mpijob.io/estimated-start';
+export const LABEL_JOB_UID = 'kueue.x-k8s.io/job-uid'; // on a Workload: the uid of the TrainJob it admits
 export const GPU = 'nvidia.com/gpu';
 export const DOCS = 'https://github.com/mpijob/mpijob/blob/main/docs'; // the project's own docs, linked from help texts
 
@@ -16,9 +18,32 @@ export const STATES = ['Queued', 'Starting', 'Running', 'Suspended', 'Succeeded'
 export const condition = (obj, type) => ((obj.status && obj.status.conditions) || [])
   .find((c) => c.type === type && c.status === 'True');
 
-/** Queued · Starting · Running · Suspended · Succeeded · Failed, and the sentence that explains it. */
-export function jobState(job) {
-  const annotations = job.metadata.annotations || {};
+export const localTime = (ts) => (ts ? new Date(ts).toLocaleString() : '');
+
+/**
+ * Why a job waits, with its estimated start: the sentence the local cluster's scheduler writes on the
+ * job's Workload (mpijob/api/waiting.py), as `mpijob describe` shows it; '' when none says.
+ */
+export function waitingSentence(job, workload, now = Date.now()) {
+  const own = (job.metadata.annotations || {})[ANNOTATION_WAITING];
+  const wl = (workload && workload.metadata.annotations) || {};
+  const reason = own || wl[ANNOTATION_WAITING];
+  if (!reason) return '';
+  const start = wl[ANNOTATION_ESTIMATED_START];
+  if (!start) return `${reason}; no estimate`;
+  const left = (Date.parse(start) - now) / 1000;
+  return `${reason}; estimated start ${left > 0 ? `in about ${humanDuration(left)}` : 'any moment now'} (${localTime(start)})`;
+}
+
+/** The Workload (by its job-uid label) of each job uid, from a list of Workloads. */
+export const workloadsByJob = (workloads) => new Map(workloads
+  .map((w) => [(w.metadata.labels || {})[LABEL_JOB_UID], w]).filter(([uid]) => uid));
+
+/**
+ * Queued · Starting · Running · Suspended · Succeeded · Failed, and the sentence that explains it.
+ * `workload` (when the user may read it) says why a queued job waits.
+ */
+export function jobState(job, workload = null) {
   let c;
   if ((c = condition(job, 'Failed'))) return { state: 'Failed', message: c.message || c.reason || '', at: c.lastTransitionTime };
   if ((c = condition(job, 'Complete'))) return { state: 'Succeeded', message: c.message || '', at: c.lastTransitionTime };
@@ -27,7 +52,8 @@ export function jobState(job) {
   const jobs = (job.status && job.status.jobsStatus) || [];
   const launcher = jobs.find((j) => j.name === 'launcher');
   if (launcher && (launcher.active || 0) > 0 && (launcher.ready || 0) > 0) return { state: 'Running', message: '' };
-  if (annotations[ANNOTATION_WAITING]) return { state: 'Queued', message: annotations[ANNOTATION_WAITING] };
+  const waiting = waitingSentence(job, workload);
+  if (waiting) return { state: 'Queued', message: waiting };
   if (jobs.some((j) => (j.active || 0) > 0)) return { state: 'Starting', message: '' };
   return { state: 'Queued', message: 'waiting to be admitted' };
 }
