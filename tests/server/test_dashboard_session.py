@@ -147,3 +147,35 @@ def test_the_login_is_audited_as_the_user_without_the_ticket(http: httpx.Client,
     assert ticket not in log
     logins = [json.loads(line) for line in log.splitlines() if f"{API}/session" in line]
     assert logins and logins[-1]["user"]["username"] == "mpijob-admin"
+
+
+def test_many_watches_ride_one_connection_each_authorized_as_its_own(
+        http: httpx.Client, anonymous: httpx.Client, new_user: Callable[..., httpx.Client]) -> None:
+    bob = new_user()
+    http.post(NAMESPACES, json={"metadata": {"name": "dash-bob"}})
+    http.post("/apis/rbac.authorization.k8s.io/v1/namespaces/dash-bob/rolebindings", json={
+        "metadata": {"name": "bob-view"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                                      "name": "view"},
+        "subjects": [{"kind": "User", "name": bob.user, "apiGroup": "rbac.authorization.k8s.io"}]})
+    cm = "/api/v1/namespaces/dash-bob/configmaps"
+    http.post(cm, json={"metadata": {"name": "before", "labels": {"app": "dash"}}})
+    cookies, _ = login(bob, anonymous)
+    paths = [f"{cm}?fieldSelector=metadata.name%3Dlater", "/api/v1/namespaces/default/configmaps",
+             f"{cm}?labelSelector=app%3Ddash"]
+    seen: list[dict[str, object]] = []
+    with anonymous.stream("GET", f"{API}/watch", params=[("path", p) for p in paths], cookies=cookies) as r:
+        assert r.status_code == 200
+        lines = r.iter_lines()
+        for _ in range(2):  # the forbidden stream's ERROR, and the existing ConfigMap of the third
+            seen.append(json.loads(next(lines)))
+        http.post(cm, json={"metadata": {"name": "later", "labels": {"app": "dash"}}})
+        for _ in range(2):  # the new one, in both streams that select it
+            seen.append(json.loads(next(lines)))
+    errors = [e for e in seen if e["type"] == "ERROR"]
+    assert len(errors) == 1 and errors[0]["stream"] == 1 and errors[0]["object"]["code"] == 403  # type: ignore[index]
+    names_by_stream = {(e["stream"], e["object"]["metadata"]["name"]) for e in seen if e["type"] == "ADDED"}  # type: ignore[index]
+    assert names_by_stream == {(2, "before"), (0, "later"), (2, "later")}
+    bad = anonymous.get(f"{API}/watch", params={"path": "/apis/trainer.kubeflow.org/v1alpha1/namespaces/x/trainjobs/one"},
+                        cookies=cookies)
+    assert bad.status_code == 400 and "is not a list" in bad.json()["message"]
+    http.delete(f"{NAMESPACES}/dash-bob")

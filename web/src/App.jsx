@@ -68,7 +68,7 @@ export default function App({ user }) {
     </PageSidebar>
   );
   return (
-    <Page masthead={masthead} sidebar={sidebar} isManagedSidebar={false} mainContainerId="main">
+    <Page masthead={masthead} sidebar={sidebar} isManagedSidebar={false} mainContainerId="main" mainTabIndex={0}>
       <Suspense fallback={<Spinner aria-label="Loading" />}>{page(route, user)}</Suspense>
     </Page>
   );

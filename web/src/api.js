@@ -11,6 +11,17 @@ export const DASHBOARD = '/dashboard/api';
 export const RANKS_HEADER = 'X-Mpijob-Log-Ranks'; // the server prefixes each launcher line with its MPI rank
 
 let csrfToken = '';
+const reviews = new Map(); // SelfSubjectAccessReview answers, for the page's life (canI)
+let namespaces = null; // the promise of visibleNamespaces(), asked once
+let page = new AbortController(); // every request of this page, aborted at once by closeConnections()
+
+/** Ends every request, watch and followed log of the page (it is leaving, see main.jsx). */
+export function closeConnections() {
+  page.abort();
+  page = new AbortController();
+}
+
+const withPage = (signal) => (signal ? AbortSignal.any([signal, page.signal]) : page.signal);
 
 /** An error the server answered with: its HTTP code, and the Kubernetes Status (reason, causes). */
 export class ApiError extends Error {
@@ -43,6 +54,8 @@ export async function session() {
 
 /** Exchanges a one-time login ticket (from `mpijob dashboard`) for a session cookie. */
 export async function login(ticket) {
+  reviews.clear(); // another user's answers are not this one's
+  namespaces = null;
   const body = await answer(await fetch(`${DASHBOARD}/session`, {
     method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ticket }),
   }));
@@ -56,7 +69,7 @@ export async function logout() {
 }
 
 export async function get(path, { signal, headers } = {}) {
-  return answer(await fetch(path, { signal, headers: { Accept: 'application/json', ...headers }, cache: 'no-store' }));
+  return answer(await fetch(path, { signal: withPage(signal), headers: { Accept: 'application/json', ...headers }, cache: 'no-store' }));
 }
 
 /** A write (POST, PUT, PATCH, DELETE); `dryRun` asks the server to validate and admit without storing. */
@@ -75,7 +88,7 @@ export const mergePatch = (path, patch) => send('PATCH', path, patch, { contentT
 
 /** Lines of a streamed response, as they arrive; `onLine(text)` for each. Resolves when the stream ends. */
 export async function streamLines(path, onLine, { signal, headers } = {}) {
-  const response = await fetch(path, { signal, headers, cache: 'no-store' });
+  const response = await fetch(path, { signal: withPage(signal), headers, cache: 'no-store' });
   if (!response.ok) await answer(response);
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
@@ -93,51 +106,107 @@ export async function streamLines(path, onLine, { signal, headers } = {}) {
   if (buffered) onLine(buffered);
 }
 
+// -- watches: every list the page follows rides one connection (GET /dashboard/api/watch) --------------
+// A browser opens 6 HTTP/1.1 connections to a server and a watch holds one for its life: a page that
+// follows eight lists would stall itself. So the watches of the page are sent to the server as one set,
+// again whenever the set changes (a page mounts or unmounts), each resuming at its last version.
+
+const subscriptions = new Set();
+let hub = null; // the AbortController of the current connection
+let hubTimer = null;
+
+function reconnectSoon() {
+  clearTimeout(hubTimer);
+  hubTimer = setTimeout(connectHub, 20); // the watches a page starts together share the first connection
+}
+
+async function connectHub() {
+  if (hub) hub.abort();
+  const subs = [...subscriptions];
+  if (!subs.length) { hub = null; return; }
+  const controller = new AbortController();
+  hub = controller;
+  const query = subs.map((s) => `path=${encodeURIComponent(`${s.path}${s.path.includes('?') ? '&' : '?'}resourceVersion=${s.version}`)}`);
+  try {
+    await streamLines(`${DASHBOARD}/watch?${query.join('&')}`, (line) => {
+      if (!line.trim()) return;
+      const event = JSON.parse(line);
+      const sub = subs[event.stream];
+      if (!sub || !subscriptions.has(sub)) return;
+      if (event.type === 'ERROR') {
+        subscriptions.delete(sub);
+        sub.onFail(new ApiError(event.object.code || 500, event.object));
+        return;
+      }
+      const meta = event.object && event.object.metadata;
+      if (meta && meta.resourceVersion) sub.version = meta.resourceVersion;
+      sub.onEvent(event);
+    }, { signal: controller.signal });
+    if (hub === controller) reconnectSoon(); // the server ended it (its timeout): resume every watch
+  } catch (err) {
+    if (controller.signal.aborted) return; // replaced by a newer set
+    for (const sub of subs) {
+      if (subscriptions.delete(sub)) sub.onFail(err); // each re-lists, then comes back
+    }
+  }
+}
+
+function subscribe(path, version, onEvent, onFail) {
+  const sub = { path, version, onEvent, onFail };
+  subscriptions.add(sub);
+  reconnectSoon();
+  return () => { if (subscriptions.delete(sub)) reconnectSoon(); };
+}
+
 /**
- * List `path`, then follow it with a watch from the list's resourceVersion, re-listing when the watch
- * ends or the version expired (410). `onChange(items)` gets the whole current list (a Map by uid) after
- * the list and after every event. Returns a function that stops it.
+ * List `path`, then follow it from the list's resourceVersion, re-listing when its watch fails or the
+ * version expired (410). `onChange(items)` gets the whole current list (a Map by uid) after the list and
+ * after every event. Returns a function that stops it.
  */
 export function listAndWatch(path, onChange, onError = () => {}) {
   const controller = new AbortController();
   const items = new Map();
   let stopped = false;
-  const sep = path.includes('?') ? '&' : '?';
-  (async () => {
-    let failures = 0;
-    while (!stopped) {
-      try {
-        const list = await get(path, { signal: controller.signal });
-        items.clear();
-        for (const o of list.items || []) items.set(o.metadata.uid, o);
-        onChange(items);
-        onError(null);
-        let version = list.metadata.resourceVersion;
-        await streamLines(`${path}${sep}watch=1&allowWatchBookmarks=true&resourceVersion=${version}`, (line) => {
-          if (!line.trim()) return;
-          const event = JSON.parse(line);
-          const o = event.object;
-          if (event.type === 'ERROR') throw new ApiError(o.code || 500, o);
-          if (o && o.metadata && o.metadata.resourceVersion) version = o.metadata.resourceVersion;
-          if (event.type === 'BOOKMARK') return;
-          if (event.type === 'DELETED') items.delete(o.metadata.uid);
-          else items.set(o.metadata.uid, o);
-          onChange(items);
-        }, { signal: controller.signal });
-        failures = 0;
-      } catch (err) {
-        if (stopped) return;
-        failures += 1;
-        onError(err);
-        if (err instanceof ApiError && (err.code === 401 || err.code === 403)) return;
-        await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** failures)));
-      }
+  let unsubscribe = null;
+  let failures = 0;
+  const retry = (err) => {
+    unsubscribe = null;
+    if (stopped) return;
+    failures += 1;
+    onError(err);
+    if (err instanceof ApiError && (err.code === 401 || err.code === 403)) return;
+    setTimeout(relist, Math.min(5000, 250 * 2 ** failures));
+  };
+  async function relist() {
+    if (stopped) return;
+    let list;
+    try {
+      list = await get(path, { signal: controller.signal });
+    } catch (err) {
+      retry(err);
+      return;
     }
-  })();
-  return () => { stopped = true; controller.abort(); };
+    if (stopped) return;
+    items.clear();
+    for (const o of list.items || []) items.set(o.metadata.uid, o);
+    onChange(items);
+    onError(null);
+    failures = 0;
+    unsubscribe = subscribe(path, list.metadata.resourceVersion, (event) => {
+      const o = event.object;
+      if (event.type === 'BOOKMARK') return;
+      if (event.type === 'DELETED') items.delete(o.metadata.uid);
+      else items.set(o.metadata.uid, o);
+      onChange(items);
+    }, retry);
+  }
+  relist();
+  return () => {
+    stopped = true;
+    controller.abort();
+    if (unsubscribe) unsubscribe();
+  };
 }
-
-const reviews = new Map();
 
 /** Whether the user may `verb` the resource (a SelfSubjectAccessReview, remembered for the page's life). */
 export function canI({ verb, resource, group = '', namespace = '', subresource = '', name = '' }) {
@@ -154,8 +223,11 @@ export function canI({ verb, resource, group = '', namespace = '', subresource =
   return reviews.get(key);
 }
 
-/** The namespaces whose TrainJobs the user may list: {all: bool, namespaces: [name]}. */
-export const visibleNamespaces = () => get(`${DASHBOARD}/namespaces`);
+/** The namespaces whose TrainJobs the user may list: {all: bool, namespaces: [name]}, asked once a page. */
+export function visibleNamespaces() {
+  if (!namespaces) namespaces = get(`${DASHBOARD}/namespaces`).catch((err) => { namespaces = null; throw err; });
+  return namespaces;
+}
 
 /** Per-pod CPU, memory and GPU use of a TrainJob over its life: {pods: [{name, points: [...]}]}. */
 export const usage = (namespace, name) => get(`${DASHBOARD}/namespaces/${namespace}/trainjobs/${name}/usage`);

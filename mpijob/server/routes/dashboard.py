@@ -6,6 +6,7 @@ Kubernetes has no API for.
 * `POST /dashboard/api/tickets` (any authenticated user, as themself): a one-time login ticket, which
   `mpijob dashboard` puts in the fragment of the link it opens. `POST /dashboard/api/session` trades
   it for the session cookie; `GET` tells the page who it is and its CSRF token; `DELETE` logs out.
+* `GET /dashboard/api/watch`: many watches over one connection (`mpijob.server.routes.fanin`).
 * `GET /dashboard/api/namespaces`: the namespaces whose TrainJobs the user may list (RBAC, asked per
   namespace), since only a cluster-wide reader may list namespaces themselves.
 * `GET /dashboard/api/namespaces/NS/trainjobs/NAME/usage`: each pod's CPU, memory and GPU use over
@@ -30,6 +31,7 @@ from mpijob.api import Obj, errors, names, rbac
 from mpijob.api.resources import NAMESPACES, PODS, TRAINJOBS
 from mpijob.api.selectors import Requirement
 from mpijob.server.http import json_response, read_body
+from mpijob.server.routes import fanin
 from mpijob.server.routes.paths import not_found_path
 from mpijob.server.sessions import TICKET_SECONDS, Sessions
 from mpijob.server.state import Cluster
@@ -153,6 +155,11 @@ def may(request: Request, verb: str, res: Any, namespace: str, group: str | None
     attrs = rbac.Attributes(_user(request), verb, True, api_group=res.group if group is None else group,
                             resource=res.plural, namespace=namespace)
     return index(_cluster(request).store).authorizer().authorize(attrs).allowed
+
+
+@router.get(f"{API}/watch")
+async def watch_many(request: Request) -> Response:
+    return fanin.watch_many(request, _cluster(request), _user(request))
 
 
 @router.get(f"{API}/namespaces")

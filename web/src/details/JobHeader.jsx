@@ -21,6 +21,7 @@ export default function JobHeader({ job }) {
   const attrs = { group: 'trainer.kubeflow.org', resource: 'trainjobs', namespace, name };
   const canPatch = useCanI({ ...attrs, verb: 'patch' });
   const canDelete = useCanI({ ...attrs, verb: 'delete' });
+  const canCreate = useCanI({ ...attrs, name: '', verb: 'create' }); // a clone is created beside it
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState(null);
   const [confirming, setConfirming] = useState(false);
@@ -47,8 +48,10 @@ export default function JobHeader({ job }) {
                 ? <Button variant="secondary" isDisabled={busy} onClick={() => suspend(false)} data-testid="resume-job">Resume</Button>
                 : <Button variant="secondary" isDisabled={busy} onClick={() => suspend(true)} data-testid="suspend-job">Suspend</Button>
             )}
-            <Button variant="secondary" component="a" href={`#/create?clone=${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`}
-              data-testid="clone-job">Clone and edit</Button>
+            {canCreate && (
+              <Button variant="secondary" component="a" href={`#/create?clone=${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`}
+                data-testid="clone-job">Clone and edit</Button>
+            )}
             {canDelete && (
               <Button variant="danger" isDisabled={busy} onClick={() => setConfirming(true)} data-testid="delete-job">Delete</Button>
             )}

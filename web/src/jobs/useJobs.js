@@ -1,7 +1,7 @@
 // The live data of the jobs list: the TrainJobs the user may list (cluster-wide when allowed, else one
 // watch per namespace) and the runtimes they refer to (for their type and size).
 import { useEffect, useMemo, useState } from 'react';
-import { canI, KUEUE, TRAINER, trainjobsPath, visibleNamespaces } from '../api.js';
+import { canI, get, KUEUE, TRAINER, trainjobsPath, visibleNamespaces } from '../api.js';
 import { useListsWatch } from '../hooks.js';
 import { workloadsByJob } from '../model.js';
 import { TRAINER_GROUP, useListIfAllowed } from './access.js';
@@ -24,6 +24,22 @@ const runtimesPath = (namespace) => (namespace ? `${TRAINER}/namespaces/${namesp
 const withKind = (kind) => (o) => (o.kind ? o : { ...o, kind });
 
 const KUEUE_GROUP = 'kueue.x-k8s.io';
+
+/**
+ * The items at `paths`, listed once: namespaced runtimes change rarely, and a watch each would hold one
+ * of the 6 connections a browser opens to the server (HTTP/1.1) for every namespace the user has.
+ */
+function useListsOnce(paths) {
+  const key = paths.join('\n');
+  const [items, setItems] = useState([]);
+  useEffect(() => {
+    let live = true;
+    Promise.all(paths.map((p) => get(p).then((l) => l.items || [], () => [])))
+      .then((lists) => live && setItems(lists.flat()));
+    return () => { live = false; };
+  }, [key]); // eslint-disable-line react-hooks/exhaustive-deps
+  return { items };
+}
 
 /**
  * The Workloads of the jobs, by job uid, where the user may list them (Kueue's batch users may;
@@ -54,7 +70,7 @@ export function useJobs(visible) {
   const jobs = useListsWatch(paths);
   const cluster = useListIfAllowed(`${TRAINER}/clustertrainingruntimes`,
     { verb: 'list', group: TRAINER_GROUP, resource: 'clustertrainingruntimes' });
-  const namespaced = useListsWatch(runtimePaths);
+  const namespaced = useListsOnce(runtimePaths);
   const runtimes = useMemo(() => [
     ...cluster.items.map(withKind('ClusterTrainingRuntime')), ...namespaced.items.map(withKind('TrainingRuntime')),
   ], [cluster.items, namespaced.items]);
