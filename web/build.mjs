@@ -2,7 +2,8 @@
 // or `make dashboard` from the repository's root. The output depends only on package-lock.json and src/:
 // no timestamps, content-hashed chunk and asset names, so two builds of one commit are byte-identical.
 import { build } from 'esbuild';
-import { cpSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, relative } from 'node:path';
 
 const outdir = process.env.OUTDIR || 'dist'; // OUTDIR: the reproducibility test builds elsewhere
 rmSync(outdir, { recursive: true, force: true });
@@ -18,7 +19,7 @@ const oneStylesheet = {
   },
 };
 
-await build({
+const result = await build({
   entryPoints: { app: 'src/main.jsx', style: 'src/style.css' },
   bundle: true,
   splitting: true, // the editor and the charts load when a page first needs them
@@ -34,6 +35,20 @@ await build({
   define: { 'process.env.NODE_ENV': '"production"' },
   legalComments: 'none',
   plugins: [oneStylesheet],
+  metafile: true,
   logLevel: 'warning',
 });
-cpSync('src/index.html', `${outdir}/index.html`);
+
+// Every chunk the first page imports, named in index.html (modulepreload): the browser fetches them all
+// while it parses the page, instead of learning of each only once its importer has arrived.
+const outputs = result.metafile.outputs;
+const eager = new Set();
+const walk = (file) => {
+  for (const i of outputs[file].imports) {
+    if (i.kind === 'import-statement' && !eager.has(i.path)) { eager.add(i.path); walk(i.path); }
+  }
+};
+const [app] = Object.entries(outputs).find(([, o]) => o.entryPoint === 'src/main.jsx');
+walk(app);
+const preloads = [...eager].sort().map((f) => `  <link rel="modulepreload" href="${relative(dirname(app), f)}">`).join('\n');
+writeFileSync(`${outdir}/index.html`, readFileSync('src/index.html', 'utf8').replace('  <!-- modulepreload -->', preloads));

@@ -98,6 +98,7 @@ def test_rbac_applies_to_a_session_and_removing_the_user_ends_it(
         "subjects": [{"kind": "User", "name": alice.user, "apiGroup": "rbac.authorization.k8s.io"}]})
     cookies, me = login(alice, anonymous)
     assert me["user"] == alice.user
+    assert me["namespaces"] == {"all": False, "namespaces": ["dash-alice"]}  # the first page's round trip spared
     assert anonymous.get(NAMESPACES, cookies=cookies).status_code == 403  # as for her token
     seen = anonymous.get(f"{API}/namespaces", cookies=cookies).json()
     assert seen == {"all": False, "namespaces": ["dash-alice"]}

@@ -43,24 +43,26 @@ async function answer(response) {
   return body;
 }
 
-/** The logged-in user ({user, groups, csrfToken}), or null when there is no session. */
+function started(body) {
+  csrfToken = body.csrfToken;
+  namespaces = Promise.resolve(body.namespaces); // the server told them with the session: no round trip
+  return body;
+}
+
+/** The logged-in user ({user, groups, csrfToken, namespaces}), or null when there is no session. */
 export async function session() {
   const response = await fetch(`${DASHBOARD}/session`, { cache: 'no-store' });
   if (response.status === 401) return null;
-  const body = await answer(response);
-  csrfToken = body.csrfToken;
-  return body;
+  return started(await answer(response));
 }
 
 /** Exchanges a one-time login ticket (from `mpijob dashboard`) for a session cookie. */
 export async function login(ticket) {
   reviews.clear(); // another user's answers are not this one's
   namespaces = null;
-  const body = await answer(await fetch(`${DASHBOARD}/session`, {
+  return started(await answer(await fetch(`${DASHBOARD}/session`, {
     method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ticket }),
-  }));
-  csrfToken = body.csrfToken;
-  return body;
+  })));
 }
 
 export async function logout() {
@@ -68,7 +70,19 @@ export async function logout() {
   csrfToken = '';
 }
 
+const prefetched = new Map(); // path → its answer, asked while the page that will want it was loading
+
+/** Ask for `path` now; the first `get(path)` takes the answer instead of asking again. */
+export function prefetch(path) {
+  if (!prefetched.has(path)) prefetched.set(path, get(path).catch(() => null));
+}
+
 export async function get(path, { signal, headers } = {}) {
+  if (prefetched.has(path) && !headers) {
+    const early = await prefetched.get(path);
+    prefetched.delete(path);
+    if (early) return early;
+  }
   return answer(await fetch(path, { signal: withPage(signal), headers: { Accept: 'application/json', ...headers }, cache: 'no-store' }));
 }
 

@@ -2,7 +2,7 @@
 // history), else resume the session the cookie holds, else explain how to log in. A login link opened
 // in a tab already on the dashboard only changes the hash: it starts the page again the same way.
 import { createRoot } from 'react-dom/client';
-import { closeConnections, login, session, visibleNamespaces } from './api.js';
+import { closeConnections, login, prefetch, session, trainjobsPath } from './api.js';
 import App from './App.jsx';
 import { LoggedOut } from './LoggedOut.jsx';
 
@@ -23,7 +23,10 @@ async function start() {
   } catch (err) {
     problem = err.message;
   }
-  if (who) visibleNamespaces().catch(() => {}); // asked now, beside the first render (api.js remembers it)
+  if (who && /^#\/?(jobs)?$/.test(window.location.hash)) { // the jobs list: its TrainJobs, asked beside the first render
+    const { all, namespaces } = who.namespaces;
+    (all ? [''] : namespaces).forEach((ns) => prefetch(trainjobsPath(ns)));
+  }
   root.render(who ? <App key={who.user} user={who} /> : <LoggedOut problem={problem} />);
 }
 

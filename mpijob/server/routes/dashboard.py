@@ -36,6 +36,7 @@ from mpijob.server.routes.paths import not_found_path
 from mpijob.server.sessions import TICKET_SECONDS, Sessions
 from mpijob.server.state import Cluster
 from mpijob.store.authorizer import enabled, index
+from mpijob.store.users import authenticated
 
 DIST_ENV = "MPIJOB_DASHBOARD_DIR"  # where the built page is; default: the checkout's web/dist
 DIST = Path(__file__).resolve().parents[3] / "web" / "dist"
@@ -98,8 +99,10 @@ def _session_cookie(value: str, max_age: int | None) -> str:
     return f"{names.SESSION_COOKIE}={value}; Path=/; Secure; HttpOnly; SameSite=Strict{age}"
 
 
-def _whoami(user: rbac.User, csrf: str) -> Obj:
-    return {"user": user.name, "groups": list(user.groups), "csrfToken": csrf}
+def _whoami(request: Request, csrf: str) -> Obj:
+    """Who the page is for, its CSRF token, and (to spare the first page a round trip) what it may see."""
+    user = _user(request)
+    return {"user": user.name, "groups": list(user.groups), "csrfToken": csrf, "namespaces": visible(request)}
 
 
 @router.post(f"{API}/tickets")
@@ -120,8 +123,8 @@ async def open_session(request: Request) -> Response:
         raise errors.ApiError(401, "Unauthorized", "this login link was used already or has expired: run "
                               "`mpijob dashboard` for a new one")
     cookie, session = found
-    request.scope["user"] = session.user  # the audit Event of the login names who logged in
-    response = json_response(_whoami(session.user, session.csrf), 201)
+    request.scope["user"] = authenticated(session.user)  # the audit Event of the login names who logged in
+    response = json_response(_whoami(request, session.csrf), 201)
     response.headers["Set-Cookie"] = _session_cookie(cookie, None)
     response.headers["Cache-Control"] = "no-store"
     return response
@@ -132,7 +135,7 @@ async def current_session(request: Request) -> Response:
     session = request.scope.get("session")
     if session is None:  # a bearer token, not a browser: there is no session to show
         raise errors.bad_request("this request carries no dashboard session (it was made with a bearer token)")
-    response = json_response(_whoami(_user(request), session.csrf))
+    response = json_response(_whoami(request, session.csrf))
     response.headers["Cache-Control"] = "no-store"
     return response
 
@@ -162,13 +165,18 @@ async def watch_many(request: Request) -> Response:
     return fanin.watch_many(request, _cluster(request), _user(request))
 
 
-@router.get(f"{API}/namespaces")
-async def visible_namespaces(request: Request) -> Response:
+def visible(request: Request) -> Obj:
+    """The namespaces whose TrainJobs the user may list: `{all, namespaces}`."""
     store = _cluster(request).store
     everywhere = may(request, "list", TRAINJOBS, "")
     mine = [ns["metadata"]["name"] for ns in store.list(NAMESPACES)[0]
             if everywhere or may(request, "list", TRAINJOBS, ns["metadata"]["name"])]
-    return json_response({"all": everywhere, "namespaces": mine})
+    return {"all": everywhere, "namespaces": mine}
+
+
+@router.get(f"{API}/namespaces")
+async def visible_namespaces(request: Request) -> Response:
+    return json_response(visible(request))
 
 
 @router.get(f"{API}/namespaces/{{namespace}}/trainjobs/{{name}}/usage")
