@@ -15,7 +15,8 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 
 TABS = ["overview", "configuration", "workers", "logs", "metrics", "events"]
-PAGES = ["jobs", "create", "create-yaml", *(f"details-{t}" for t in TABS), "queues", "cluster", "history"]
+PAGES = ["jobs", "create", "create-yaml", *(f"details-{t}" for t in TABS), "queues", "cluster", "history",
+         "docs/troubleshooting.md"]
 
 
 def show(dash: Dashboard, page: str, job: str) -> None:

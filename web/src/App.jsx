@@ -14,6 +14,7 @@ const CreateJob = lazy(() => import('./create/CreateJob.jsx'));
 const Queues = lazy(() => import('./admin/Queues.jsx'));
 const Cluster = lazy(() => import('./admin/Cluster.jsx'));
 const History = lazy(() => import('./admin/History.jsx'));
+const DocPage = lazy(() => import('./docs/DocPage.jsx'));
 
 function page(route, user) {
   const { page: name, rest, query } = route;
@@ -22,6 +23,7 @@ function page(route, user) {
   if (name === 'queues') return <Queues user={user} />;
   if (name === 'cluster') return <Cluster user={user} />;
   if (name === 'history') return <History user={user} />;
+  if (name === 'docs') return <DocPage path={rest.join('/') || 'dashboard.md'} />;
   return <JobsList user={user} />;
 }
 

@@ -11,7 +11,7 @@ export const ANNOTATION_WAITING = 'mpijob.io/waiting';
 export const ANNOTATION_ESTIMATED_START = 'mpijob.io/estimated-start';
 export const LABEL_JOB_UID = 'kueue.x-k8s.io/job-uid'; // on a Workload: the uid of the TrainJob it admits
 export const GPU = 'nvidia.com/gpu';
-export const DOCS = 'https://github.com/mpijob/mpijob/blob/main/docs'; // the project's own docs, linked from help texts
+export const DOCS = '#/docs'; // the project's own docs (served by the local cluster), linked from help texts
 
 export const STATES = ['Queued', 'Starting', 'Running', 'Suspended', 'Succeeded', 'Failed'];
 

@@ -6,6 +6,7 @@ Kubernetes has no API for.
 * `POST /dashboard/api/tickets` (any authenticated user, as themself): a one-time login ticket, which
   `mpijob dashboard` puts in the fragment of the link it opens. `POST /dashboard/api/session` trades
   it for the session cookie; `GET` tells the page who it is and its CSRF token; `DELETE` logs out.
+* `GET /dashboard/docs/FILE`: the project's docs (and its README), which every help link of the page opens.
 * `GET /dashboard/api/watch`: many watches over one connection (`mpijob.server.routes.fanin`).
 * `GET /dashboard/api/namespaces`: the namespaces whose TrainJobs the user may list (RBAC, asked per
   namespace), since only a cluster-wide reader may list namespaces themselves.
@@ -39,7 +40,9 @@ from mpijob.store.authorizer import enabled, index
 from mpijob.store.users import authenticated
 
 DIST_ENV = "MPIJOB_DASHBOARD_DIR"  # where the built page is; default: the checkout's web/dist
-DIST = Path(__file__).resolve().parents[3] / "web" / "dist"
+REPO = Path(__file__).resolve().parents[3]
+DIST = REPO / "web" / "dist"
+DOCS = REPO / "docs"
 API = names.DASHBOARD_API
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -196,6 +199,21 @@ async def usage(request: Request, namespace: str, name: str) -> Response:
     interval = history.interval if history is not None else 0
     return json_response({"pods": out, "columns": ["time", "cpuCores", "memoryBytes", "gpuUtilPercent",
                                                    "gpuMemoryBytes"], "intervalSeconds": interval})
+
+
+# -- the project's docs, which the page's help links open (public, as in the repository) ---------------
+
+
+@router.get(f"{names.DASHBOARD_PATH}/docs/{{path:path}}")
+async def doc(path: str) -> Response:
+    """A file of `docs/`, or the README, as the repository holds it: the page renders the Markdown."""
+    root = DOCS.resolve()
+    target = (REPO / "README.md") if path == "README.md" else (root / path).resolve()
+    if target != REPO / "README.md" and (root not in target.parents or not target.is_file()):
+        raise not_found_path(f"{names.DASHBOARD_PATH}/docs/{path}")
+    media_type = "text/plain; charset=utf-8" if target.suffix == ".md" else mimetypes.guess_type(target.name)[0]
+    return _secure(FileResponse(target, media_type=media_type or "application/octet-stream",
+                                headers={"Cache-Control": "no-cache"}))
 
 
 # -- the page (last: its catch-all path would shadow the API's) ---------------------------------------

@@ -23,6 +23,6 @@ export const LINKS = {
   env: [['Kubernetes: environment variables', `${K8S}/tasks/inject-data-application/define-environment-variable-container/`]],
   queue: [['Kueue: LocalQueue', `${KUEUE}/local_queue/`], PAGE],
   priority: [['Kueue: WorkloadPriorityClass', `${KUEUE}/workload_priority_class/`]],
-  volumes: [['Files: what a pod sees', `${DOCS.replace(/\/docs$/, '')}/README.md#files-what-a-pod-sees`]],
+  volumes: [['Files: what a pod sees', `${DOCS}/README.md#files-what-a-pod-sees`]],
   yaml: [['Kubeflow Trainer: TrainJob', `${TRAINER}/overview/`], PAGE],
 };
