@@ -32,6 +32,15 @@ def login(c: httpx.Client, anonymous: httpx.Client) -> tuple[httpx.Cookies, dict
     return cookies, opened.json()
 
 
+def namespace_for(http: httpx.Client, namespace: str, user: str, role: str) -> None:
+    """A new namespace where `user` holds the ClusterRole `role`."""
+    rbac = "rbac.authorization.k8s.io"
+    http.post(NAMESPACES, json={"metadata": {"name": namespace}})
+    http.post(f"/apis/{rbac}/v1/namespaces/{namespace}/rolebindings", json={
+        "metadata": {"name": f"{user}-{role}"}, "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "User", "name": user, "apiGroup": rbac}]})
+
+
 @pytest.fixture()
 def anonymous(connect: Callable[..., httpx.Client]) -> httpx.Client:
     with connect(token="") as c:
@@ -91,11 +100,7 @@ def test_logout_ends_the_session(http: httpx.Client, anonymous: httpx.Client) ->
 def test_rbac_applies_to_a_session_and_removing_the_user_ends_it(
         http: httpx.Client, anonymous: httpx.Client, new_user: Callable[..., httpx.Client]) -> None:
     alice = new_user()
-    http.post(NAMESPACES, json={"metadata": {"name": "dash-alice"}})
-    http.post("/apis/rbac.authorization.k8s.io/v1/namespaces/dash-alice/rolebindings", json={
-        "metadata": {"name": "alice-edit"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                                        "name": "edit"},
-        "subjects": [{"kind": "User", "name": alice.user, "apiGroup": "rbac.authorization.k8s.io"}]})
+    namespace_for(http, "dash-alice", alice.user, "edit")
     cookies, me = login(alice, anonymous)
     assert me["user"] == alice.user
     assert me["namespaces"] == {"all": False, "namespaces": ["dash-alice"]}  # the first page's round trip spared
@@ -153,11 +158,7 @@ def test_the_login_is_audited_as_the_user_without_the_ticket(http: httpx.Client,
 def test_many_watches_ride_one_connection_each_authorized_as_its_own(
         http: httpx.Client, anonymous: httpx.Client, new_user: Callable[..., httpx.Client]) -> None:
     bob = new_user()
-    http.post(NAMESPACES, json={"metadata": {"name": "dash-bob"}})
-    http.post("/apis/rbac.authorization.k8s.io/v1/namespaces/dash-bob/rolebindings", json={
-        "metadata": {"name": "bob-view"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                                      "name": "view"},
-        "subjects": [{"kind": "User", "name": bob.user, "apiGroup": "rbac.authorization.k8s.io"}]})
+    namespace_for(http, "dash-bob", bob.user, "view")
     cm = "/api/v1/namespaces/dash-bob/configmaps"
     http.post(cm, json={"metadata": {"name": "before", "labels": {"app": "dash"}}})
     cookies, _ = login(bob, anonymous)
