@@ -5,7 +5,7 @@ as long as it lasts. A page that follows a job, its pods, its events and its Wor
 the nodes and the pods of the machine, would use them all and stall its own next request. So the page
 sends every list it follows here at once. Each `path` is a list URL of the Kubernetes API, with its own
 `resourceVersion`, `labelSelector` and `fieldSelector`. Each one is authorized as its own watch would
-be (RBAC `watch` for the session's user) and followed from the store as `watch.py` follows it. Every
+be (RBAC `watch` for the session's user) and followed by the same `watch.changes` as its own watch. Every
 event is one line, `{"stream": i, "type", "object"}`, where `i` is the index of its path.
 
 When a stream is refused or falls too far behind (a 403, or a 410 Expired), only that stream ends, with
@@ -30,7 +30,7 @@ from mpijob.api.resources import Resource
 from mpijob.api.selectors import Requirement, parse_fields, parse_labels
 from mpijob.server.http import JSON, Disconnect, parse_resource_version
 from mpijob.server.routes.paths import Target, parse
-from mpijob.server.routes.watch import DEFAULT_TIMEOUT, POLL
+from mpijob.server.routes.watch import DEFAULT_TIMEOUT, POLL, changes
 from mpijob.server.state import Cluster
 from mpijob.store.authorizer import enabled, index
 
@@ -92,12 +92,7 @@ def watch_many(request: Request, cluster: Cluster, user: rbac.User) -> Response:
             try:
                 if isinstance(s, errors.ApiError):
                     raise s
-                start = s.since
-                if not start or start == "0":
-                    items, start = cluster.store.list(s.res, s.namespace, s.labels, s.fields)
-                    for obj in items:
-                        await queue.put(_line(i, "ADDED", from_storage(s.res, obj)))
-                async for kind, obj in cluster.store.watch(s.res, s.namespace, start, s.labels, s.fields):
+                async for kind, obj in changes(cluster, s.res, s.namespace, s.labels, s.fields, s.since):
                     await queue.put(_line(i, kind, from_storage(s.res, obj)))
             except errors.ApiError as err:
                 await queue.put(_line(i, "ERROR", err.to_status()))

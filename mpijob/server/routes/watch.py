@@ -16,7 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from mpijob.api import tables
+from mpijob.api import Obj, tables
 from mpijob.api.errors import ApiError
 from mpijob.api.kueue.conversion import from_storage
 from mpijob.api.resources import Resource
@@ -28,6 +28,19 @@ DEFAULT_TIMEOUT = 1800.0
 POLL = 1.0  # how often an idle stream checks for server shutdown and a client that has gone
 
 _END = object()
+
+
+async def changes(cluster: Cluster, res: Resource, namespace: str | None, labels: list[Requirement],
+                  fields: list[Requirement], since: str | None) -> AsyncIterator[tuple[str, Obj]]:
+    """One watch's events, stored form: an ADDED per existing object when `since` is unset or "0", then
+    the store's changes after it (an ApiError 410 when it is older than the kept history)."""
+    start = since
+    if not since or since == "0":
+        items, start = cluster.store.list(res, namespace, labels, fields)
+        for obj in items:
+            yield "ADDED", obj
+    async for event in cluster.store.watch(res, namespace, start, labels, fields):
+        yield event
 
 
 def stream(
@@ -52,16 +65,11 @@ def stream(
         return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
     async def events() -> AsyncIterator[bytes]:
-        start = since
-        if not since or since == "0":
-            items, start = cluster.store.list(res, namespace, labels, fields)
-            for obj in items:
-                yield encode("ADDED", obj)
         queue: asyncio.Queue[Any] = asyncio.Queue()
 
         async def pump() -> None:
             try:
-                async for event in cluster.store.watch(res, namespace, start, labels, fields):
+                async for event in changes(cluster, res, namespace, labels, fields, since):
                     await queue.put(event)
             except ApiError as err:
                 await queue.put(err)
