@@ -356,3 +356,19 @@ DASHBOARD_API = f"{DASHBOARD_PATH}/api"
 SESSION_COOKIE = "__Host-mpijob-session"  # __Host-: Secure, Path=/, no Domain, or the browser refuses it
 CSRF_HEADER = "X-CSRF-Token"  # every write with the session cookie carries the session's token in it
 LOGIN_FRAGMENT = "#login="  # the login link: the ticket rides in the fragment, which no request or log sees
+
+# -- MPI implementations (docs/mpi-implementations.md) ---------------------------------------------------
+# Trainer's CRD admits only mpiImplementation OpenMPI, so a runtime for another MPI says so beside the
+# spec: this annotation names the implementation (MPI Operator's words, plus Open MPI 5), which decides
+# the hostfile format and launcher variables, and, on the local cluster (which ignores images), which of
+# the machine's MPI installs the pods run.
+ANNOTATION_MPI_IMPLEMENTATION = "mpijob.io/mpi-implementation"
+MPI_OPEN_MPI_5 = "OpenMPI5"
+MPI_INTEL = "Intel"  # MPI Operator's value of mpiImplementation
+MPI_MPICH = "MPICH"  # MPI Operator's value of mpiImplementation
+
+# -- MPI Operator (kubeflow.org/v2beta1 MPIJob, legacy; docs/migration.md) ------------------------------
+
+# -- Platform bundle (`mpijob platform render`, docs/platform.md) ---------------------------------------
+
+# -- Pre-flight checks (`mpijob doctor`, docs/doctor.md) --------------------------------------------------
