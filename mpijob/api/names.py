@@ -368,6 +368,12 @@ MPI_INTEL = "Intel"  # MPI Operator's value of mpiImplementation
 MPI_MPICH = "MPICH"  # MPI Operator's value of mpiImplementation
 
 # -- MPI Operator (kubeflow.org/v2beta1 MPIJob, legacy; docs/migration.md) ------------------------------
+MPI_OPERATOR_GROUP = "kubeflow.org"
+MPI_OPERATOR_VERSION = "v2beta1"
+MPI_OPERATOR_API_VERSION = f"{MPI_OPERATOR_GROUP}/{MPI_OPERATOR_VERSION}"
+MPIJOB_KIND = "MPIJob"
+REPLICA_LAUNCHER = "Launcher"  # the keys of spec.mpiReplicaSpecs
+REPLICA_WORKER = "Worker"
 
 # -- Platform bundle (`mpijob platform render`, docs/platform.md) ---------------------------------------
 
