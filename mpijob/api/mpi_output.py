@@ -9,6 +9,10 @@ as the launcher's output arrives, and stores each line's rank beside the line wi
 A real API server ignores the header and answers plain lines: tags there are the user's own, read by
 `untag`. Tags are in-band: a program that prints text shaped exactly like one (`[1,3]<stdout>:`) has it
 read as a tag.
+
+Hydra (MPICH, Intel MPI) has `-prepend-rank` instead, which the local cluster turns on from a config file
+(`api/mpi_impl.py`): `[3] ` before each line of rank 3. Only a line's start is read for it, so a line two
+ranks wrote into (one without a newline) counts as the first rank's.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ _TAGS = {str: TAG, bytes: re.compile(TAG.pattern.encode())}
 RANKS_HEADER = "X-Mpijob-Log-Ranks"  # request "true": each line's rank beside it; the response echoes it
 NO_RANK = "-"  # the rank field of a line no rank wrote (mpirun's own messages, untagged output)
 TAG_VARIABLE = "OMPI_MCA_orte_tag_output"
-_TAG_FLAG = re.compile(r"(?<![\w-])(?:--?tag-output|--output[= ]\S*\btag\b)")  # Open MPI 4 / Open MPI 5 spelling
+# Open MPI 4's, Open MPI 5's and Hydra's spelling
+_TAG_FLAG = re.compile(r"(?<![\w-])(?:--?tag-output|--output[= ]\S*\btag\b|--?prepend-rank(?![\w-]))")
+HYDRA_TAG = re.compile(rb"\[(\d+)\] ")  # Hydra's `-prepend-rank`, at the start of a line
 
 
 @dataclass(frozen=True)
@@ -103,11 +109,16 @@ class LauncherOutput:
     _TAG = _TAGS[bytes]
     _NO_RANK = NO_RANK.encode() + b" "
 
-    def __init__(self, keep_tags: bool) -> None:
-        self.keep_tags = keep_tags
+    def __init__(self, keep_tags: bool, hydra: bool = False) -> None:
+        self.keep_tags, self.hydra = keep_tags, hydra
         self._join: Rejoin[Piece[bytes]] = Rejoin()
 
     def feed(self, line: bytes) -> list[bytes]:
+        if self.hydra:
+            tag = HYDRA_TAG.match(line)
+            if tag is None:
+                return [self._NO_RANK + line]
+            return [tag[1] + b" " + (line if self.keep_tags else line[tag.end():])]
         tag = self._TAG.match(line)
         if not self._join and (tag is None or self._TAG.search(line, tag.end()) is None):  # the usual line
             if tag is None:

@@ -366,6 +366,16 @@ ANNOTATION_MPI_IMPLEMENTATION = "mpijob.io/mpi-implementation"
 MPI_OPEN_MPI_5 = "OpenMPI5"
 MPI_INTEL = "Intel"  # MPI Operator's value of mpiImplementation
 MPI_MPICH = "MPICH"  # MPI Operator's value of mpiImplementation
+MPI_IMPLEMENTATIONS = (OPEN_MPI, MPI_OPEN_MPI_5, MPI_MPICH, MPI_INTEL)
+# The launcher variables MPI Operator sets for Intel MPI and MPICH (pkg/controller/mpi_job_controller.go).
+# MPICH's Hydra (5.0.2) reads HYDRA_LAUNCHER_EXTRA_ARGS, not MPI Operator's HYDRA_LAUNCH_EXTRA_ARGS: both are set.
+I_MPI_HOSTFILE = "I_MPI_HYDRA_HOST_FILE"
+I_MPI_SSH_ARGS = "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS"
+I_MPI_PERHOST = "I_MPI_PERHOST"
+HYDRA_HOSTFILE = "HYDRA_HOST_FILE"
+HYDRA_SSH_ARGS = "HYDRA_LAUNCH_EXTRA_ARGS"
+HYDRA_LAUNCHER_SSH_ARGS = "HYDRA_LAUNCHER_EXTRA_ARGS"
+FAILURE_MPI_NOT_INSTALLED = "MPINotInstalled"  # the class of a job whose runtime's MPI install is missing
 
 # -- MPI Operator (kubeflow.org/v2beta1 MPIJob, legacy; docs/migration.md) ------------------------------
 MPI_OPERATOR_GROUP = "kubeflow.org"
@@ -374,7 +384,86 @@ MPI_OPERATOR_API_VERSION = f"{MPI_OPERATOR_GROUP}/{MPI_OPERATOR_VERSION}"
 MPIJOB_KIND = "MPIJob"
 REPLICA_LAUNCHER = "Launcher"  # the keys of spec.mpiReplicaSpecs
 REPLICA_WORKER = "Worker"
+# spec.launcherCreationPolicy: create the launcher once every worker is Ready (else "AtStartup")
+LAUNCHER_WAIT_FOR_WORKERS = "WaitForWorkersReady"
+MANAGED_BY_MPI_OPERATOR = f"{MPI_OPERATOR_GROUP}/mpi-operator"  # runPolicy.managedBy: MPI Operator's own controller
+# Served and run as-is by the local cluster (mpijob/controllers/mpioperator/; docs/migration.md): MPI
+# Operator's labels (pkg/apis/kubeflow/v2beta1/constants.go), the launcher/worker role values, and the
+# names of what its controller creates for a job (pkg/controller/mpi_job_controller.go)
+MPI_OPERATOR_NAME = "mpi-operator"  # the value of LABEL_MPI_OPERATOR_NAME
+LABEL_MPI_OPERATOR_NAME = "training.kubeflow.org/operator-name"
+LABEL_MPI_JOB_NAME = "training.kubeflow.org/job-name"
+LABEL_MPI_JOB_ROLE = "training.kubeflow.org/job-role"  # "launcher" | "worker"
+LABEL_MPI_REPLICA_INDEX = "training.kubeflow.org/replica-index"
+MPI_ROLE_WORKER = "worker"  # the worker role (the launcher's is LAUNCHER)
+ENV_MPI_JOB_ROLE = "K_MPI_JOB_ROLE"  # every container's role, in its env
+# The label MPI Operator's manifests aggregate its edit role into kubeflow-mpijobs-admin with
+LABEL_KUBEFLOW_AGGREGATE_TO_MPIJOBS_ADMIN = "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-mpijobs-admin"
+MPIJOB_SSH_VOLUME = "ssh-auth"
+MPIJOB_CONFIG_VOLUME = "mpi-job-config"
+# Its conditions' reasons (pkg/controller/mpi_job_controller_status.go)
+MPIJOB_CREATED, MPIJOB_RUNNING, MPIJOB_SUCCEEDED = "MPIJobCreated", "MPIJobRunning", "MPIJobSucceeded"
+MPIJOB_FAILED, MPIJOB_SUSPENDED, MPIJOB_RESUMED = "MPIJobFailed", "MPIJobSuspended", "MPIJobResumed"
+# What the local cluster answers every write of an MPIJob with, as kube-apiserver warns of a deprecated version
+MPIJOB_DEPRECATED = (f"{MPI_OPERATOR_API_VERSION} {MPIJOB_KIND} is deprecated; convert it to a TrainJob: "
+                     "mpijob convert -f <file>")
+
+
+def mpijob_worker_name(job: str, index: int) -> str:
+    """A worker pod's name and hostname: `<job>-worker-<i>`."""
+    return f"{job}-{MPI_ROLE_WORKER}-{index}"
+
+
+def mpijob_launcher_hostname(job: str) -> str:
+    """The launcher's hostname (its Job's name): `<job>-launcher`."""
+    return f"{job}-{LAUNCHER}"
+
+
+def mpijob_host(hostname: str, job: str, namespace: str) -> str:
+    """A pod's hostfile/DNS name through the job's headless Service: `<hostname>.<job>.<namespace>.svc`."""
+    return f"{hostname}.{job}.{namespace}.svc"
+
+
+def mpijob_ssh_secret_name(job: str) -> str:
+    return f"{job}-ssh"
+
+
+def mpijob_config_name(job: str) -> str:
+    """The ConfigMap holding the hostfile (key `hostfile`)."""
+    return f"{job}-config"
+
 
 # -- Platform bundle (`mpijob platform render`, docs/platform.md) ---------------------------------------
+# The pod annotation Istio's sidecar injector reads ("false": no sidecar; its proxy breaks mpirun's ssh)
+ANNOTATION_ISTIO_INJECT = "sidecar.istio.io/inject"
+# Multus: the secondary networks (NetworkAttachmentDefinitions) a pod is attached to, e.g. an RDMA network
+ANNOTATION_MULTUS_NETWORKS = "k8s.v1.cni.cncf.io/networks"
+# The node label NVIDIA's GPU feature discovery sets to the GPU model (a ResourceFlavor's nodeLabels)
+LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
+SECURITY_VERSION = "v1"  # security.openshift.io/v1: SecurityContextConstraints
+SECURITY_API_VERSION = f"{SECURITY_GROUP}/{SECURITY_VERSION}"
+# What the bundle's objects carry so an administrator can list (and prune) them: app.kubernetes.io/part-of
+LABEL_PART_OF = "app.kubernetes.io/part-of"
 
 # -- Pre-flight checks (`mpijob doctor`, docs/doctor.md) --------------------------------------------------
+JOBSET_GROUP = "jobset.x-k8s.io"  # JobSet's API, which Trainer builds on (the local cluster does its work itself)
+LABEL_ISTIO_INJECTION = "istio-injection"  # a namespace label: "enabled" has Istio inject its sidecar into pods
+LABEL_ISTIO_REVISION = "istio.io/rev"  # a namespace label naming the Istio revision that injects its pods
+LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"  # the label kube gives every namespace: its name
+# OpenShift AI's namespace label: Kueue manages every job there, and a job without a queue-name is refused
+LABEL_OPENSHIFT_KUEUE_MANAGED = "kueue.openshift.io/managed"
+KUEUE_DEFAULT_LOCAL_QUEUE = "default"  # Kueue's LocalQueueDefaulting: the namespace's queue for unlabelled jobs
+
+# -- Runtime patches and node placement (api/patches.py, api/placement.py; docs/placement.md) -----------
+# What kube-scheduler says of a pod it cannot place: the pod's condition, its reason, and the Event's
+POD_SCHEDULED = "PodScheduled"
+REASON_UNSCHEDULABLE = "Unschedulable"
+REASON_FAILED_SCHEDULING = "FailedScheduling"
+SCHEDULER = "default-scheduler"  # kube-scheduler's name: a pod's spec.schedulerName, its Events' source
+# The node labels NVIDIA's GPU feature discovery sets beside LABEL_GPU_PRODUCT: how many GPUs, MiB each
+LABEL_GPU_COUNT = "nvidia.com/gpu.count"
+LABEL_GPU_MEMORY = "nvidia.com/gpu.memory"
+# Trainer's initializer steps and containers: a runtime patch may not set their env (nor the node's)
+DATASET_INITIALIZER = "dataset-initializer"
+MODEL_INITIALIZER = "model-initializer"
+TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"  # what a cordoned node's pods must tolerate

@@ -28,7 +28,7 @@ from typing import Any
 from mpijob.api import Obj, names
 from mpijob.api.errors import Cause
 from mpijob.api.schema import show
-from mpijob.api.selectors import is_list_of, selector_causes
+from mpijob.api.selectors import format_label_selector, is_list_of, parse_labels, selector_causes
 
 INGRESS, EGRESS = "Ingress", "Egress"
 PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -283,3 +283,61 @@ def _port_allows(port: Obj, number: int) -> bool:
     if port.get("protocol", "TCP") != "TCP" or isinstance(first, str):
         return False  # a named port is a pod's container port, which the API server is not
     return first is None or first <= number <= (port.get("endPort") or first)
+
+
+# -- what a cluster's policy engine makes of a namespace's policies (`mpijob doctor`, docs/doctor.md) ----
+
+
+def _selects(selector: Obj | None, labels: dict[str, str]) -> bool:
+    """Whether a LabelSelector selects `labels` (`{}` selects everything)."""
+    return all(r.matches(labels) for r in parse_labels(format_label_selector(selector or {})))
+
+
+def _peer_allows(peer: Obj, labels: dict[str, str], namespace_labels: dict[str, str]) -> bool:
+    """Whether a peer names a pod of the policy's own namespace labelled `labels`. An ipBlock never does:
+    pod addresses are the cluster's to choose, and kube leaves ipBlock rules for pods undefined."""
+    if peer.get("ipBlock"):
+        return False
+    if peer.get("namespaceSelector") is not None and not _selects(peer["namespaceSelector"], namespace_labels):
+        return False
+    return peer.get("podSelector") is None or _selects(peer["podSelector"], labels)
+
+
+def _rule_port_allows(port: Obj, number: int | None, port_names: dict[str, int]) -> bool:
+    """Whether one of a rule's ports lets TCP to `number` through (None: any port, which only a port entry
+    without a port number lets through); a named port is the destination container's port of that name."""
+    if port.get("protocol", "TCP") != "TCP":
+        return False
+    first = port.get("port")
+    if first is None:
+        return True
+    if number is None:
+        return False
+    if isinstance(first, str):
+        return port_names.get(first) == number
+    return bool(first <= number <= (port.get("endPort") or first))
+
+
+def _policy_types(spec: Obj) -> list[str]:
+    """The directions a policy isolates: its policyTypes, or kube's default for it."""
+    return list(spec.get("policyTypes") or ([INGRESS, EGRESS] if spec.get("egress") else [INGRESS]))
+
+
+def blocking(policies: list[Obj], source: dict[str, str], target: dict[str, str], namespace_labels: dict[str, str],
+             port: int | None, port_names: dict[str, int] | None = None) -> list[str]:
+    """The names of the policies that stop TCP from a pod labelled `source` to a pod labelled `target` on
+    `port` (None: an ephemeral port), both in the policies' namespace (labelled `namespace_labels`), as a
+    cluster's policy engine decides it: a pod selected by a policy of a direction is isolated in that
+    direction, and traffic needs a rule of one of those policies that allows it, on both ends. [] when it
+    passes. `port_names` maps the target container's port names to numbers."""
+    out: list[str] = []
+    for key, toward, pod, peer in (("ingress", "from", target, source), ("egress", "to", source, target)):
+        isolating = [p for p in policies if _TYPES[key] in _policy_types(p.get("spec") or {})
+                     and _selects((p.get("spec") or {}).get("podSelector"), pod)]
+        allowed = any(
+            (not rule.get(toward) or any(_peer_allows(x, peer, namespace_labels) for x in rule[toward]))
+            and (not rule.get("ports") or any(_rule_port_allows(x, port, port_names or {}) for x in rule["ports"]))
+            for p in isolating for rule in (p.get("spec") or {}).get(key) or [])
+        if isolating and not allowed:
+            out += [p["metadata"]["name"] for p in isolating if p["metadata"]["name"] not in out]
+    return out

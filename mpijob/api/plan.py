@@ -15,7 +15,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from mpijob.api import names
+from mpijob.api import mpi_impl, names, patches
 from mpijob.api.errors import Cause, invalid
 from mpijob.api.quantity import quantity_value
 
@@ -60,9 +60,9 @@ class RunPlan:
     node_replicas: int  # runLauncherAsNode → max(numNodes-1, 1), else numNodes
     slots: int  # the slots rule of docs/parity.md ("What an MPI program sees")
     launcher_as_node: bool
-    mpi_implementation: str
+    mpi_implementation: str  # the annotation's (api/mpi_impl.py), default OpenMPI
     ssh_auth_mount_path: str
-    hostfile: str  # "%s slots=%d\n" per host, in the runtime's replicatedJob order
+    hostfile: str  # one line per host in the runtime's replicatedJob order, in the implementation's format
     pods: list[PodPlan]  # node pods first (index order), then the launcher
     user_env: list[dict]  # trainer.env as given
     subdomain: str = ""  # JobSet network.subdomain, default the job name
@@ -145,6 +145,7 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
 
     Raises a 422 ApiError if the runtime cannot run here (no `mlPolicy.mpi`, no launcher).
     """
+    runtime = patches.apply(trainjob, runtime)  # the TrainJob's spec.runtimePatches, as Trainer merges them
     meta = trainjob.get("metadata") or {}
     job = meta.get("name", "")
     namespace = meta.get("namespace") or "default"
@@ -164,7 +165,7 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
                       f'Invalid value: "{runtime_name}": the runtime has no "launcher" replicatedJob to run mpirun')
 
     launcher_as_node = bool(mpi.get("runLauncherAsNode", False))
-    mpi_impl = mpi.get("mpiImplementation") or names.OPEN_MPI
+    impl = mpi_impl.of_runtime(runtime)  # the annotation's MPI: hostfile format, launcher variables
     mount = mpi.get("sshAuthMountPath") or names.DEFAULT_SSH_AUTH_MOUNT_PATH
     num_nodes = int(trainer.get("numNodes") or ml.get("numNodes") or 1)
     if names.NODE in by_name:
@@ -188,16 +189,7 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
     user_env = [dict(e) for e in trainer.get("env") or []]
     counts = {names.NODE: node_replicas, names.LAUNCHER: 1}
 
-    launcher_env = [
-        {"name": names.OMPI_HOSTFILE, "value": names.HOSTFILE_PATH},
-        {"name": names.OMPI_KEEP_FQDN, "value": "true"},
-        {"name": names.OMPI_SLOTS, "value": str(slots)},
-        {"name": names.OMPI_RSH_ARGS, "value": names.RSH_ARGS},
-        {"name": names.PRTE_HOSTFILE, "value": names.HOSTFILE_PATH},
-        {"name": names.PRTE_KEEP_FQDN, "value": "true"},
-        {"name": names.PRTE_SLOTS, "value": str(slots)},
-        {"name": names.PRTE_SSH_ARGS, "value": names.RSH_ARGS},
-    ]
+    launcher_env = impl.launcher_env(slots)
 
     pods_by_rjob: dict[str, list[PodPlan]] = {}
     hostfile_lines: list[str] = []
@@ -268,12 +260,12 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
                 depends_on_nodes_ready=is_launcher and depends, pod_spec=pod_spec,
             ))
             if in_hostfile:
-                hostfile_lines.append(f"{plans[-1].host} slots={slots}\n")
+                hostfile_lines.append(impl.hostfile_line(plans[-1].host, slots))
         pods_by_rjob[name] = plans
 
     return RunPlan(
         job=job, namespace=namespace, uid=uid, num_nodes=num_nodes, node_replicas=node_replicas, slots=slots,
-        launcher_as_node=launcher_as_node, mpi_implementation=mpi_impl, ssh_auth_mount_path=mount,
+        launcher_as_node=launcher_as_node, mpi_implementation=impl.name, ssh_auth_mount_path=mount,
         hostfile="".join(hostfile_lines),
         pods=pods_by_rjob.get(names.NODE, []) + pods_by_rjob.get(names.LAUNCHER, []),
         user_env=user_env, subdomain=subdomain,

@@ -16,6 +16,8 @@ Kueue install have them.
   `edit`, `view` (and Kubeflow's `kubeflow-admin|edit|view`) as Kubeflow's manifests aggregate the
   training roles: TrainJobs for `edit`, TrainingRuntimes too for `admin`, everything read-only for
   `view`.
+* MPI Operator's `kubeflow-mpijobs-admin|edit|view`, as its manifests aggregate them (and into
+  `admin`, `edit`, `view`), for the MPIJobs the local cluster serves.
 * OpenShift's `system:openshift:scc:nonroot-v2` and `system:openshift:scc:anyuid`: the `use` of that
   SCC, bound to nobody (an admin binds them to let a user's pods run as a UID outside its namespace's
   range, or as root: docs/security.md, "Tenant UIDs").
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 from mpijob.api import Obj, names, scc
 from mpijob.api.rbac import ALL_VERBS, READ_VERBS, WRITE_VERBS
+from mpijob.api.resources import MPIJOBS
 
 EDITOR_VERBS = tuple(v for v in ALL_VERBS if v != "deletecollection")  # kubebuilder's editor roles
 
@@ -39,6 +42,7 @@ CLUSTER_ADMIN, ADMIN, EDIT, VIEW = "cluster-admin", "admin", "edit", "view"
 KUEUE_BATCH_ADMIN, KUEUE_BATCH_USER = "kueue-batch-admin-role", "kueue-batch-user-role"
 TRAINER_ADMIN, TRAINER_EDIT, TRAINER_VIEW = "kubeflow-trainer-admin", "kubeflow-trainer-edit", "kubeflow-trainer-view"
 HISTORY_VIEW = "mpijob-history-view"
+MPIJOBS_ADMIN, MPIJOBS_EDIT, MPIJOBS_VIEW = "kubeflow-mpijobs-admin", "kubeflow-mpijobs-edit", "kubeflow-mpijobs-view"
 
 
 def rule(groups: list[str], resources: list[str], verbs: tuple[str, ...] | list[str]) -> Obj:
@@ -185,6 +189,24 @@ def _trainer() -> list[Obj]:
     ]
 
 
+def _mpi_operator() -> list[Obj]:
+    """MPI Operator's user-facing roles (its `manifests/base/cluster-role.yaml`): `kubeflow-mpijobs-edit` and
+    `-view`, aggregated into Kubeflow's roles as there and, as Trainer's are here, into `edit` and `view`;
+    `kubeflow-mpijobs-admin` aggregates the edit role, into `admin`."""
+    g, jobs = [names.MPI_OPERATOR_GROUP], [MPIJOBS.plural, f"{MPIJOBS.plural}/status"]
+    return [
+        _cluster_role(MPIJOBS_ADMIN, [], {names.LABEL_AGGREGATE_TO_ADMIN: "true",
+                                          names.LABEL_KUBEFLOW_AGGREGATE_TO_ADMIN: "true"},
+                      [names.LABEL_KUBEFLOW_AGGREGATE_TO_MPIJOBS_ADMIN], bootstrap=False),
+        _cluster_role(MPIJOBS_EDIT, [rule(g, jobs, ALL_VERBS)],
+                      {names.LABEL_AGGREGATE_TO_EDIT: "true", names.LABEL_KUBEFLOW_AGGREGATE_TO_EDIT: "true",
+                       names.LABEL_KUBEFLOW_AGGREGATE_TO_MPIJOBS_ADMIN: "true"}, bootstrap=False),
+        _cluster_role(MPIJOBS_VIEW, [rule(g, jobs, READ_VERBS)],
+                      {names.LABEL_AGGREGATE_TO_VIEW: "true", names.LABEL_KUBEFLOW_AGGREGATE_TO_VIEW: "true"},
+                      bootstrap=False),
+    ]
+
+
 def _openshift() -> list[Obj]:
     """OpenShift's roles that let their subjects use an SCC beyond `restricted-v2` (`api/scc.py`)."""
     return [_cluster_role(f"{names.SCC_ROLE_PREFIX}{name}", [
@@ -214,7 +236,7 @@ def _history() -> list[Obj]:
 
 
 def cluster_roles() -> list[Obj]:
-    return [*_kube(), *_kueue(), *_trainer(), *_openshift(), *_metrics(), *_history()]
+    return [*_kube(), *_kueue(), *_trainer(), *_mpi_operator(), *_openshift(), *_metrics(), *_history()]
 
 
 def cluster_role_bindings() -> list[Obj]:

@@ -71,6 +71,16 @@ RBAC_KINDS = (ROLES, CLUSTER_ROLES, ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS)
 NETWORK_POLICIES = Resource(names.NETWORKING_GROUP, names.NETWORKING_VERSION, "networkpolicies", "networkpolicy",
                             "NetworkPolicy", True, ("netpol",))
 
+# MPI Operator's MPIJob (kubeflow.org/v2beta1), served and run as-is for a migration's dual-support window
+# (`mpijob.controllers.mpioperator`); its CRD names no short names, categories or printer columns.
+MPIJOBS = Resource(names.MPI_OPERATOR_GROUP, names.MPI_OPERATOR_VERSION, "mpijobs", "mpijob", names.MPIJOB_KIND, True,
+                   (), ("status",))
+
+# OpenShift's SecurityContextConstraints: stored and served for platform bundles; pods are admitted with the
+# built-in SCCs of `mpijob.api.scc` (its schema and checks: `mpijob.api.scc_crd`).
+SECURITY_CONTEXT_CONSTRAINTS = Resource(names.SECURITY_GROUP, names.SECURITY_VERSION, "securitycontextconstraints",
+                                        "securitycontextconstraints", "SecurityContextConstraints", False, ("scc",))
+
 # Kueue: v1beta2 is the storage (and preferred) version; v1beta1 is still served, converted on the way
 # in and out by `mpijob.api.kueue.conversion`. Short names are the CRDs'.
 
@@ -106,8 +116,10 @@ ALL: tuple[Resource, ...] = (
     TRAINJOBS,
     TRAINING_RUNTIMES,
     CLUSTER_TRAINING_RUNTIMES,
+    MPIJOBS,
     *RBAC_KINDS,
     NETWORK_POLICIES,
+    SECURITY_CONTEXT_CONSTRAINTS,
     RESOURCE_FLAVORS,
     CLUSTER_QUEUES,
     LOCAL_QUEUES,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpijob.api import names
+from mpijob.api import mpi_impl, names
 from mpijob.api.errors import Cause
 from mpijob.api.schema import show
 from mpijob.api.trainjob import quantity_causes
@@ -113,10 +113,7 @@ def causes(obj: dict) -> list[Cause]:
                                    f".containers[{k}].resources")
     mpi = ml.get("mpi")
     if isinstance(mpi, dict):
-        if mpi.get("mpiImplementation") not in (names.OPEN_MPI, ""):
-            out.append(Cause("spec.mlPolicy.mpi.mpiImplementation",
-                             f'Unsupported value: {show(mpi.get("mpiImplementation"))}: supported values: "OpenMPI"',
-                             "FieldValueNotSupported"))
+        out += mpi_impl.causes(obj)  # OpenMPI in the spec, the annotation naming one we run
         if mpi.get("numProcPerNode", 1) < 1:
             out.append(Cause("spec.mlPolicy.mpi.numProcPerNode",
                              f"Invalid value: {mpi['numProcPerNode']}: NumProcPerNode in mpiPolicy must be >= 1"))

@@ -2,9 +2,10 @@
 
 Rule: nothing accepted is silently ignored. Every field is *honoured* as Trainer, JobSet, Kueue and the
 kubelet honour it, *warned* (accepted, with a `Warning` header naming it, as kube-apiserver warns, for
-what is harmless on one machine: node placement, image pulls), or *refused* with a 422 that names it
+what is harmless on one machine: pod affinity, image pulls), or *refused* with a 422 that names it
 and says why (what would change the job's outcome, or what Kueue admits, if it were dropped: volumes,
-patches, hooks, flavor fungibility, hierarchical cohorts).
+hooks, flavor fungibility, hierarchical cohorts). A TrainJob's runtime patch is judged field by field
+with the verdict of the same field of a runtime.
 
 A refused field may list `honoured` values: the ones that ask for what the local cluster does anyway
 (Kueue's defaults, such as `whenCanBorrow: MayStopSearch`), so that a stored object, defaults filled in,
@@ -19,12 +20,13 @@ field path has a rule and that each verdict holds.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from mpijob.api.errors import Cause
-from mpijob.api.names import CONTAINER, LAUNCHER, NODE
+from mpijob.api.names import CONTAINER, LAUNCHER, MANAGED_BY_MPI_OPERATOR, MPIJOB_KIND, NODE
 
 HONOURED, WARNED, REFUSED = "honoured", "warned", "refused"
 VOLUMES_LATER = "volumes are not mounted by the local cluster yet; keep data on this machine's files (README: Files)"
@@ -69,9 +71,11 @@ TRAINJOB: dict[str, Rule] = {
     "spec.trainer.image": _w("recorded on the pods, not pulled: the local cluster runs this machine's programs"),
     "spec.initializer": _r("dataset and model initializers do not run on the local cluster yet; fetch the data "
                            "in the training command, or run on a cluster with Trainer"),
-    "spec.runtimePatches": _r("runtime patches are not applied by the local cluster yet; put the change in a "
-                              "TrainingRuntime of your own"),
+    # Each patched field of the runtime has the verdict of the same field of a runtime (`rule_for`): the
+    # runtime the job runs is the patched one (api/patches.py), and both must say the same.
+    "spec.runtimePatches": _h(),
 }
+PATCHED = "spec.runtimePatches[].trainingRuntimeSpec"  # a runtime's `spec`, inside a TrainJob's patch
 
 _JOB = "spec.template.spec.replicatedJobs[].template"
 _POD = f"{_JOB}.spec.template.spec"
@@ -102,6 +106,13 @@ RUNTIME: dict[str, Rule] = {
                                     "job; remove backoffLimit"),
     f"{_JOB}.spec.activeDeadlineSeconds": _r("use the TrainJob's spec.activeDeadlineSeconds"),
     f"{_POD}": _w(_ONE_MACHINE),
+    f"{_POD}.nodeSelector": _h(),  # placement on the machine's Node (api/placement.py)
+    f"{_POD}.nodeName": _h(),
+    f"{_POD}.tolerations": _h(),
+    f"{_POD}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution": _h(),
+    f"{_POD}.schedulingGates": _r("scheduling gates are not lifted by anything on the local cluster: the pods "
+                                  "would never start; remove schedulingGates"),
+    f"{_POD}.imagePullSecrets": _w("images are not pulled by the local cluster: it runs this machine's programs"),
     f"{_POD}.securityContext.runAsUser": _h(),
     f"{_POD}.securityContext.runAsGroup": _h(),
     f"{_POD}.securityContext.fsGroup": _h(),
@@ -233,11 +244,47 @@ WORKLOAD: dict[str, Rule] = {
                                "preempt at once; remove preemptionGates"),
 }
 
+# --- MPI Operator's MPIJob (kubeflow.org/v2beta1), run as-is through its TrainJob form -------------
+# (`mpijob.api.mpioperator.convert`, `mpijob.controllers.mpioperator`). Its pod templates are judged as a
+# runtime's are, since that is where they go; the map of replica specs is walked as `*`.
+
+_MPI_TEMPLATE = "spec.mpiReplicaSpecs.*.template"
+_UNQUEUED = "MPIJobs run unqueued on the local cluster; convert it to a TrainJob (mpijob convert) to queue it"
+_NO_RESTARTS = "pods are not restarted by the local cluster: the first failure ends the job"
+
+MPIJOB: dict[str, Rule] = {
+    **_META,
+    "spec.slotsPerWorker": _h(),
+    "spec.runLauncherAsWorker": _h(),
+    "spec.sshAuthMountPath": _h(),
+    "spec.mpiImplementation": _h(),
+    "spec.launcherCreationPolicy": _h(),  # either way mpirun starts once every worker accepts the job's key
+    "spec.mpiReplicaSpecs": _h(),
+    "spec.mpiReplicaSpecs.*.replicas": _h(),
+    "spec.mpiReplicaSpecs.*.restartPolicy": _w(f"{_NO_RESTARTS}; remove restartPolicy"),
+    "spec.runPolicy.suspend": _r("suspending an MPIJob is not done by the local cluster; convert it to a "
+                                 "TrainJob (mpijob convert), whose spec.suspend is", honoured=(False,)),
+    "spec.runPolicy.managedBy": _r("the local cluster runs only the MPIJobs MPI Operator itself would; remove "
+                                   "managedBy", honoured=(MANAGED_BY_MPI_OPERATOR,)),
+    "spec.runPolicy.cleanPodPolicy": _w("when the launcher ends, the local cluster stops the workers and keeps "
+                                        "every pod, terminated, until the MPIJob is deleted"),
+    "spec.runPolicy.ttlSecondsAfterFinished": _w("a finished MPIJob is kept until it is deleted"),
+    "spec.runPolicy.backoffLimit": _r(f"{_NO_RESTARTS}; remove backoffLimit"),
+    "spec.runPolicy.activeDeadlineSeconds": _r("deadlines of MPIJobs are not enforced by the local cluster; "
+                                               "convert it to a TrainJob (mpijob convert), whose "
+                                               "spec.activeDeadlineSeconds is"),
+    "spec.runPolicy.schedulingPolicy": _w(f"gang scheduling: the local cluster starts a job's pods all together "
+                                          f"anyway; {_UNQUEUED}"),
+    **{_MPI_TEMPLATE + path[len(f"{_JOB}.spec.template"):]: rule for path, rule in RUNTIME.items()
+       if path.startswith(f"{_JOB}.spec.template")},
+}
+_MPI_REPLICAS = re.compile(r"^spec\.mpiReplicaSpecs\.[^.]+")
+
 RULES: dict[str, dict[str, Rule]] = {"TrainJob": TRAINJOB, "TrainingRuntime": RUNTIME,
                                      "ClusterTrainingRuntime": RUNTIME, "ResourceFlavor": RESOURCE_FLAVOR,
                                      "ClusterQueue": CLUSTER_QUEUE, "LocalQueue": LOCAL_QUEUE,
                                      "WorkloadPriorityClass": WORKLOAD_PRIORITY_CLASS, "Cohort": COHORT,
-                                     "Workload": WORKLOAD}
+                                     "Workload": WORKLOAD, MPIJOB_KIND: MPIJOB}
 
 
 def desired_changed(obj: dict[str, Any], old: dict[str, Any] | None) -> bool:
@@ -251,6 +298,10 @@ def desired_changed(obj: dict[str, Any], old: dict[str, Any] | None) -> bool:
 
 def rule_for(kind: str, path: str) -> tuple[str, Rule] | None:
     """The rule that covers a field path (its own, else its nearest ancestor's) and the path it is for."""
+    if kind == "TrainJob" and path.startswith(f"{PATCHED}."):  # a patched field: the runtime's verdict
+        found = rule_for("ClusterTrainingRuntime", "spec" + path[len(PATCHED):])
+        if found and found[0].startswith("spec.template"):
+            return PATCHED + found[0][len("spec"):], found[1]
     rules = RULES[kind]
     while True:
         if path in rules:
@@ -274,6 +325,8 @@ def check(kind: str, obj: dict[str, Any]) -> Findings:
         return found
     seen: set[str] = set()
     for where, path, value in _set_fields(obj):
+        if kind == MPIJOB_KIND:  # a replica type is a map key: its rules are written for any (`*`)
+            path = _MPI_REPLICAS.sub("spec.mpiReplicaSpecs.*", path)
         covered = rule_for(kind, path)
         rule_path, rule = covered if covered else (path, _r("not supported by the local cluster"))
         at = _concrete(where, rule_path) if rule.verdict == REFUSED else where  # a refusal names its rule's field
@@ -285,7 +338,7 @@ def check(kind: str, obj: dict[str, Any]) -> Findings:
         else:
             found.warnings.append(f"{at}: {rule.why}")
     found.warnings += _unrun_steps(kind, obj)
-    found.causes += _unrun_containers(kind, obj) + _uncounted_containers(kind, obj)
+    found.causes += _unrun_containers(kind, obj) + _uncounted_containers(kind, obj) + _mpijob_sidecars(kind, obj)
     return found
 
 
@@ -352,4 +405,18 @@ def _uncounted_containers(kind: str, obj: dict[str, Any]) -> list[Cause]:
                              "Forbidden: Kueue counts every container's requests and the local cluster counts the "
                              f"first container's only, {_UNCOUNTED}; put the pod's whole request in one container",
                              "FieldValueForbidden"))
+    return out
+
+
+def _mpijob_sidecars(kind: str, obj: dict[str, Any]) -> list[Cause]:
+    """MPI Operator runs every container of a replica's pod; the local cluster runs the first one only."""
+    if kind != MPIJOB_KIND:
+        return []
+    out = []
+    for replica, spec in (((obj.get("spec") or {}).get("mpiReplicaSpecs")) or {}).items():
+        pod = (((spec or {}).get("template") or {}).get("spec")) or {}
+        out += [Cause(f"spec.mpiReplicaSpecs.{replica}.template.spec.containers[{k}]",
+                      f"Forbidden: only the first container of a pod runs on the local cluster; {c.get('name')!r} "
+                      "would not: remove it", "FieldValueForbidden")
+                for k, c in enumerate(pod.get("containers") or []) if k > 0]
     return out

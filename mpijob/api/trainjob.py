@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpijob.api import names
+from mpijob.api import names, patches
 from mpijob.api.errors import Cause, invalid
 from mpijob.api.names import MAX_ENV
 from mpijob.api.quantity import is_quantity
@@ -82,6 +82,7 @@ def causes(obj: dict, old: dict | None = None) -> list[Cause]:
     if ads is not None and ads < 1:
         out.append(Cause("spec.activeDeadlineSeconds", f"Invalid value: {ads}: must be at least 1 (seconds)"))
     out += _trainer_causes(spec.get("trainer"))
+    out += patches.causes(obj, old)
     if old is not None:
         old_spec = old.get("spec") or {}
         for key in IMMUTABLE:
@@ -164,11 +165,13 @@ def check_runtime_ref(trainjob: dict, runtime: dict | None, available: list[str]
         raise _refuse(job, "spec.trainer.numNodes",
                       f"Invalid value: {num_nodes}: must be 1 because runtime \"{ref_name}\" has no \"node\" "
                       "replicatedJob")
-    if trainer.get("command") is None:
+    # No image entrypoint runs here: a launcher with only args runs them as its command, as the entrypoints
+    # of MPI Operator's base images do (`exec "$@"` after their set-up); with neither, nothing would run.
+    if trainer.get("command") is None and trainer.get("args") is None:
         launcher = rjobs[names.LAUNCHER]
         containers = (((launcher.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get(
             "containers") or []
-        if not any(c.get("command") for c in containers if c.get("name") == names.CONTAINER):
+        if not any(c.get("command") or c.get("args") for c in containers if c.get("name") == names.CONTAINER):
             raise _refuse(job, "spec.trainer.command",
                           f'Required value: runtime "{ref_name}" gives the launcher no command and the local '
                           "cluster does not run image entrypoints; set spec.trainer.command, e.g. "

@@ -18,9 +18,10 @@ import copy
 import re
 from typing import Any
 
-from mpijob.api import kueue, names, netpol, runtimes, schema, support, trainjob
+from mpijob.api import kueue, names, netpol, patches, runtimes, scc_crd, schema, support, trainjob
 from mpijob.api.errors import ApiError, Cause, bad_request, invalid
 from mpijob.api.labels import is_label_value, is_qualified_name
+from mpijob.api.mpioperator import admission as mpijob_admission
 from mpijob.api.resources import Resource
 from mpijob.api.schema import show
 
@@ -65,6 +66,12 @@ def admit(res: Resource, obj: dict, old: dict | None = None) -> dict:
             causes += kueue.causes(res.kind, obj, old)  # defaults `obj`: support rules read the stored form
         if not causes and support.desired_changed(obj, old):
             causes += support.check(res.kind, obj).causes
+    elif res.group == names.SECURITY_GROUP:
+        if not causes:
+            causes += scc_crd.causes(obj)
+    elif res.group == names.MPI_OPERATOR_GROUP and res.kind == names.MPIJOB_KIND:
+        if not causes:
+            causes += mpijob_admission.causes(obj, old)  # defaults `obj`, then schema, support rules, conversion
     elif res.kind in schema.kinds():
         unchanged = old is not None and obj.get("spec") == old.get("spec") and meta == old.get("metadata")
         if not unchanged:
@@ -83,6 +90,7 @@ def _custom_causes(res: Resource, obj: dict, old: dict | None) -> list[Cause]:
     unsupported = support.check(res.kind, obj).causes if support.desired_changed(obj, old) else []
     if res.kind == "TrainJob":
         trainjob.default(obj)
+        patches.stamp(obj, old)
         return unsupported + trainjob.causes(obj, trainjob.default(copy.deepcopy(old)) if old is not None else None)
     runtimes.default(obj)
     return unsupported + runtimes.causes(obj)
@@ -100,6 +108,10 @@ def _metadata_causes(res: Resource, meta: Any) -> list[Cause]:
         out.append(Cause("metadata.name", f"Invalid value: {show(name)}: must be a string"))
     elif res.kind == "TrainJob":
         out += trainjob.name_causes(name)
+    elif res.group == names.RBAC_GROUP:  # kube's ValidateRBACName: any path segment (`system:openshift:scc:x`)
+        if name in (".", "..") or "/" in name or "%" in name:
+            out.append(Cause("metadata.name", f'Invalid value: "{name}": may not be "." or ".." and may not contain '
+                                              "'/' or '%'; use letters, digits, '-', '.' and ':'"))
     else:
         label = res.kind == "Namespace"
         limit = 63 if label else 253

@@ -43,8 +43,11 @@ COMMANDS = {
     "audit": ("mpijob.cli.audit_cmd", "audit"),
     "history": ("mpijob.cli.history_cmd", "history"),
     "dashboard": ("mpijob.cli.dashboard_cmd", "dashboard"),
+    "convert": ("mpijob.cli.convert_cmd", "convert"),
     "server": ("mpijob.cli.server_cmd", "server_app"),
     "user": ("mpijob.cli.user_cmd", "user_app"),
+    "platform": ("mpijob.cli.platform_cmd", "platform_app"),
+    "doctor": ("mpijob.cli.doctor_cmd", "doctor"),
 }
 
 

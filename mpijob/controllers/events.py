@@ -11,7 +11,9 @@ from mpijob.store.objects import Store, now
 COMPONENT = "mpijob-controller"
 
 
-def record(store: Store, obj: Obj, reason: str, message: str, warning: bool = False) -> None:
+def record(store: Store, obj: Obj, reason: str, message: str, warning: bool = False,
+           component: str = COMPONENT) -> None:
+    """An Event on `obj`, from `component` (the controllers; kube-scheduler's name for its own words)."""
     meta = obj["metadata"]
     ts = now()
     store.create(
@@ -33,7 +35,7 @@ def record(store: Store, obj: Obj, reason: str, message: str, warning: bool = Fa
             "lastTimestamp": ts,
             "eventTime": None,
             "count": 1,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
+            "source": {"component": component},
+            "reportingComponent": component,
         },
     )

@@ -15,7 +15,7 @@ import logging
 from mpijob.api import Obj, names
 from mpijob.api.errors import ApiError
 from mpijob.api.quantity import parse_quantity
-from mpijob.api.resources import TRAINJOBS
+from mpijob.api.resources import MPIJOBS, TRAINJOBS
 from mpijob.controllers import conditions as cond
 from mpijob.controllers.kubelet import capacity, gc, network, node, pods
 from mpijob.controllers.kubelet.sandbox import NAMESPACE, check_mode, detect_mode
@@ -23,6 +23,8 @@ from mpijob.controllers.kueue.queueing import Queueing
 from mpijob.controllers.metrics import Metrics
 from mpijob.controllers.metrics.gpus import Nvml
 from mpijob.controllers.metrics.usage import RunningPod, Sampler, interval_from_env
+from mpijob.controllers.mpioperator import status as mpijob_status
+from mpijob.controllers.mpioperator.mpijob import MPIJobController, owner_uid
 from mpijob.controllers.quota import QuotaStatus
 from mpijob.controllers.trainer.runner import Outcome, Stop
 from mpijob.controllers.trainer.trainjob import TrainJobController, job_pods
@@ -49,6 +51,7 @@ class Manager:
             on_finish=self.metrics.jobs.finished,
         )
         self.queueing = Queueing(store, self.trainjobs.evict, self.metrics.kueue)
+        self.mpijobs = MPIJobController(self.trainjobs)  # MPI Operator's MPIJobs, run as-is (unqueued)
         self.node = node.node_name()  # the machine, as the Node its kubelet registers
         self.sampler = Sampler(self._running_pods, interval_from_env())  # what pods and the machine use
         self.metrics.observe_usage(self.sampler, self.node, self.capacity)
@@ -63,6 +66,7 @@ class Manager:
             log.warning("removed %d job networks left by a previous server", networks)
         node.register(self.store, self.node, self.capacity)
         self._recover()
+        self.mpijobs.recover()
         self.trainjobs.accounting.recover(self.store)
         gc.sweep_orphans(self.store, self.logs, self.home)
         self.sampler.nvml = Nvml.open()
@@ -75,6 +79,8 @@ class Manager:
         for tj in self.store.list(TRAINJOBS)[0]:
             self._reconcile(tj)
             self.queueing.trainjob_changed(tj)  # the finished ones make the run-time history
+        for job in self.store.list(MPIJOBS)[0]:
+            self._reconcile_mpijob(job)
 
     async def stop(self) -> None:
         await self.queueing.stop()
@@ -83,7 +89,8 @@ class Manager:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         await asyncio.gather(*(self.trainjobs.stop(uid, Stop.control_plane_stopped())
-                               for uid in list(self.trainjobs.runners)))
+                               for uid in list(self.trainjobs.runners)),
+                             *(self.mpijobs.stop(uid, Stop.control_plane_stopped()) for uid in list(self.mpijobs.runners)))
 
     def _recover(self) -> None:
         for tj in self.store.list(TRAINJOBS)[0]:
@@ -125,9 +132,19 @@ class Manager:
                     self.metrics.jobs.created(obj)
                 self._reconcile(obj)
                 self.queueing.trainjob_changed(obj)
+        elif obj.get("kind") == MPIJOBS.kind and obj.get("apiVersion", MPIJOBS.api_version) == MPIJOBS.api_version:
+            if kind == "DELETED":
+                uid = obj["metadata"]["uid"]
+                await self.mpijobs.stop(uid, Stop.deleted())
+                gc.cascade(self.store, self.logs, uid)
+                gc.remove_tree(self.mpijobs.files(obj).root)
+            else:
+                self._reconcile_mpijob(obj)
         elif obj.get("kind") == "Pod":
             if kind == "DELETED":
                 self._pod_deleted(obj)
+            elif owner_uid(obj):
+                self.mpijobs.pod_changed(obj)
             else:
                 self.trainjobs.pod_changed(obj)
         elif obj.get("kind") == "Workload":
@@ -142,6 +159,14 @@ class Manager:
                         self._reconcile(tj)
         elif obj.get("kind") in QUEUE_KINDS:
             self.queueing.kick()
+        elif obj.get("kind") == "Node" and kind != "DELETED":
+            self._node_changed()
+
+    def _node_changed(self) -> None:
+        """A label, taint or cordon changed: the admitted jobs whose pods wait for a Node look again."""
+        for tj in self.store.list(TRAINJOBS)[0]:
+            if not cond.finished(tj) and tj["metadata"]["uid"] not in self.trainjobs.runners:
+                self._reconcile(tj)
 
     def _reconcile(self, tj: Obj) -> None:
         try:
@@ -155,6 +180,18 @@ class Manager:
                 self.trainjobs.finish(current, Outcome(False, names.REASON_FAILED_JOBS,
                                                     f"the local cluster could not start the job: {e}"))
 
+    def _reconcile_mpijob(self, job: Obj) -> None:
+        try:
+            self.mpijobs.reconcile(job)
+        except Exception as e:
+            if isinstance(e, ApiError) and e.reason == "Conflict":
+                return  # the event of its newer version reconciles it
+            log.exception("reconcile of MPIJob %s failed", job["metadata"]["name"])
+            current = self.store.try_get(MPIJOBS, job["metadata"]["namespace"], job["metadata"]["name"])
+            if current is not None and not mpijob_status.finished(current):
+                self.mpijobs.finish(current, Outcome(False, names.MPIJOB_FAILED,
+                                                     f"the local cluster could not start the job: {e}"))
+
     def _running_pods(self) -> list[RunningPod]:
         """What the sampler reads: every pod of a running job that has a cgroup, with its GPUs."""
         return [RunningPod(runner.plan.namespace, pod, cgroup, tuple(runner.gpus.get(pod, ())))
@@ -163,7 +200,7 @@ class Manager:
 
     def _pod_deleted(self, pod: Obj) -> None:
         """A running pod deleted by hand dies like a node lost on a cluster: the job fails."""
-        entry = self.trainjobs.runners.get(gc.owner_uid(pod) or "")
+        entry = self.trainjobs.runners.get(gc.owner_uid(pod) or "") or self.mpijobs.runners.get(owner_uid(pod) or "")
         if entry:
             entry[0].kill(pod["metadata"]["name"])
         self.logs.remove(pod["metadata"]["namespace"], pod["metadata"]["name"])

@@ -10,8 +10,8 @@ import dataclasses
 import secrets
 from typing import Any
 
-from mpijob.api import Obj, names, rbac, scc, validation
-from mpijob.api.errors import ApiError, bad_request
+from mpijob.api import Obj, names, patches, rbac, scc, validation
+from mpijob.api.errors import ApiError, bad_request, invalid
 from mpijob.api.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     LIMIT_RANGES,
@@ -84,9 +84,25 @@ def check_references(store: Store, res: Resource, obj: dict[str, Any], user: rba
     available = [] if runtime else [r["metadata"]["name"] for r in store.list(kind, ns or None)[0]]
     check_runtime_ref(obj, runtime, available)
     assert runtime is not None
+    check_mpi_install(obj, runtime)
+    if causes := patches.runtime_causes(obj, runtime):  # Trainer's webhook, with the runtime in hand
+        raise invalid(res.kind, obj["metadata"].get("name", ""), causes, res.group)
     check_security(store, obj, runtime, user)
     check_quota(store, obj, runtime)
     check_fits(store, obj, runtime)
+
+
+def check_mpi_install(trainjob: dict[str, Any], runtime: dict[str, Any]) -> None:
+    """Refuse (422) a TrainJob whose runtime's MPI implementation has no install on this machine
+    (`mpijob.controllers.kubelet.mpi_installs`), rather than let its mpirun fail once it runs."""
+    from mpijob.api import mpi_impl
+    from mpijob.api.errors import Cause, invalid
+    from mpijob.controllers.kubelet import mpi_installs
+
+    if why := mpi_installs.missing(mpi_impl.of_runtime(runtime)):
+        ref = trainjob.get("spec", {}).get("runtimeRef", {}).get("name", "")
+        raise invalid("TrainJob", trainjob["metadata"].get("name", ""),
+                      [Cause("spec.runtimeRef.name", f'Invalid value: "{ref}": {why}')], names.TRAINER_GROUP)
 
 
 def _candidate(trainjob: dict[str, Any]) -> dict[str, Any]:
@@ -172,8 +188,14 @@ def warnings(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None, san
     none for a status-only write."""
     from mpijob.api.support import check, desired_changed
 
+    if res.group == names.MPI_OPERATOR_GROUP and res.kind == names.MPIJOB_KIND:  # as for a deprecated version
+        return [names.MPIJOB_DEPRECATED, *(check(res.kind, obj).warnings if desired_changed(obj, old) else [])]
     if not desired_changed(obj, old):
         return []
+    if res.group == names.SECURITY_GROUP:
+        from mpijob.api.scc_crd import NOT_ADMITTED
+
+        return [NOT_ADMITTED]
     if res is NETWORK_POLICIES:
         from mpijob.api import netpol
         from mpijob.controllers.kubelet.network import SERVICE_IP, SERVICE_PORT

@@ -53,6 +53,7 @@ PROOF = {
         "spec.trainer.numNodes": "e2e/test_launcher_separate.py::test_n_nodes_plus_a_launcher_outside_the_hostfile",
         "spec.trainer.numProcPerNode": "api/test_plan.py::test_slots_rule",
         "spec.trainer.resourcesPerNode": "e2e/test_queueing.py::test_pods_asking_for_whole_cpus_get_disjoint_cores",
+        "spec.runtimePatches": "e2e/test_runtime_patches.py::test_patched_labels_annotations_placement_and_ids_reach_the_pods",
     },
     "Runtime": {
         "apiVersion": "server/test_http_crud.py", "kind": "server/test_http_crud.py",
@@ -67,6 +68,11 @@ PROOF = {
         f"{POD}.securityContext.runAsGroup": "api/test_plan.py::test_security_context_container_beats_pod",
         f"{POD}.securityContext.fsGroup": f"{E2E}::test_the_pods_fs_group_is_a_group_of_every_rank",
         f"{POD}.serviceAccountName": "api/test_render.py::test_a_pod_that_does_not_automount_gets_no_token_volume",
+        f"{POD}.nodeSelector": "e2e/test_node_placement.py::test_a_node_selector_the_node_lacks_waits_until_the_node_is_labelled",
+        f"{POD}.nodeName": "api/test_placement.py::test_node_name_must_be_the_node",
+        f"{POD}.tolerations": "e2e/test_node_placement.py::test_a_taint_holds_the_job_and_a_toleration_lets_it_run",
+        f"{POD}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution":
+            "api/test_placement.py::test_required_node_affinity_operators",
         f"{POD}.automountServiceAccountToken": "api/test_render.py::test_automount_follows_kube_rule_pod_first_then_service_account",
         f"{CTR}.name": "api/test_validation_runtimes_core.py::test_pod_needs_named_containers",
         f"{CTR}.command": "e2e/test_upstream_runtime.py::test_deepspeed_runtime_applied_unchanged_runs_a_job",
@@ -116,13 +122,30 @@ PROOF |= {
     },
 }
 
+# MPI Operator's MPIJob: its own fields, and its pod templates, which run as a runtime's do (the same proofs)
+_MPI_E2E = "e2e/test_mpijob_v2beta1.py"
+_MPI_RUN = f"{_MPI_E2E}::test_an_mpijob_runs_as_is_under_mpi_operators_names"
+_MPI_HELLO = f"{_MPI_E2E}::test_the_mpijob_examples_run_and_print_what_their_trainjob_forms_print"
+_MPI_NAMING = "api/test_mpijob_naming.py"
+PROOF["MPIJob"] = {
+    "apiVersion": _MPI_RUN, "kind": _MPI_RUN, "metadata": _MPI_RUN, "status": _MPI_RUN,
+    "spec.slotsPerWorker": f"{_MPI_NAMING}::test_workers_and_launcher_get_mpi_operators_names_hosts_and_labels",
+    "spec.runLauncherAsWorker": _MPI_HELLO,
+    "spec.sshAuthMountPath": f"{_MPI_NAMING}::test_rendered_objects_carry_mpi_operators_secret_config_map_and_volume_names",
+    "spec.mpiImplementation": f"{_MPI_NAMING}::test_a_hydra_hostfile_is_renamed_in_its_own_format",
+    "spec.launcherCreationPolicy": _MPI_HELLO,
+    "spec.mpiReplicaSpecs": _MPI_RUN,
+    "spec.mpiReplicaSpecs.*.replicas": _MPI_RUN,
+    **{"spec.mpiReplicaSpecs.*.template" + path[len(f"{JOB}.spec.template"):]: proof
+       for path, proof in PROOF["Runtime"].items() if path.startswith(f"{JOB}.spec.template")},
+}
+
 # A value for each refused or warned rule, set on a valid object: the refusal or warning must name it.
 SAMPLE: dict[str, dict[str, Any]] = {
     "TrainJob": {
         "spec.trainer.env[].valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
         "spec.trainer.image": "pytorch/pytorch:2.5",
         "spec.initializer": {"dataset": {"storageUri": "hf://org/data"}},
-        "spec.runtimePatches": [{"manager": "example.com/tool"}],
     },
     "Runtime": {
         "spec.podGroupPolicy": {"coscheduling": {"scheduleTimeoutSeconds": 60}},
@@ -135,7 +158,9 @@ SAMPLE: dict[str, dict[str, Any]] = {
         f"{JOB}.spec": {"ttlSecondsAfterFinished": 60},
         f"{JOB}.spec.backoffLimit": 4,
         f"{JOB}.spec.activeDeadlineSeconds": 600,
-        POD: {"nodeSelector": {"gpu": "a100"}},
+        POD: {"priorityClassName": "high"},
+        f"{POD}.schedulingGates": [{"name": "example.com/gate"}],
+        f"{POD}.imagePullSecrets": [{"name": "registry"}],
         f"{POD}.volumes": [{"name": "data", "emptyDir": {}}],
         f"{POD}.initContainers": [{"name": "fetch", "image": "busybox"}],
         f"{POD}.ephemeralContainers": [{"name": "debug", "image": "busybox"}],
@@ -163,7 +188,8 @@ def _served() -> dict[str, Any]:
 
 
 def _resource(kind: str) -> r.Resource:
-    res = r.for_kind(names.TRAINER_API_VERSION if kind in TRAINER_KINDS else names.KUEUE_API_VERSION, kind)
+    group = {**dict.fromkeys(TRAINER_KINDS, names.TRAINER_API_VERSION), names.MPIJOB_KIND: names.MPI_OPERATOR_API_VERSION}
+    res = r.for_kind(group.get(kind, names.KUEUE_API_VERSION), kind)
     assert res is not None, kind
     return res
 
@@ -233,7 +259,7 @@ def _defined(proof: str) -> bool:
     return not name or any(isinstance(n, ast.FunctionDef) and n.name == name for n in ast.walk(tree))
 
 
-@pytest.mark.parametrize("kind", TRAINER_KINDS + KUEUE_KINDS)
+@pytest.mark.parametrize("kind", TRAINER_KINDS + KUEUE_KINDS + (names.MPIJOB_KIND,))
 def test_every_served_field_has_a_verdict(kind: str) -> None:
     paths = _paths(kind)
     assert "spec.trainer.env[].valueFrom" in paths or kind != "TrainJob"  # the walk reaches deep fields
@@ -246,7 +272,7 @@ def test_every_served_field_has_a_verdict(kind: str) -> None:
     assert unused == [], f"{kind} rules for fields the served schema does not have: {unused}"
 
 
-@pytest.mark.parametrize("table", ["TrainJob", "Runtime", *KUEUE_KINDS])
+@pytest.mark.parametrize("table", ["TrainJob", "Runtime", *KUEUE_KINDS, names.MPIJOB_KIND])
 def test_every_honoured_rule_names_a_test_that_proves_it(table: str) -> None:
     rules = RULES["ClusterTrainingRuntime" if table == "Runtime" else table]
     honoured = {p for p, rule in rules.items() if rule.verdict == HONOURED}

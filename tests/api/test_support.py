@@ -39,10 +39,14 @@ def test_the_nearest_rule_covers_a_field() -> None:
 
 
 def test_refused_trainjob_fields_are_422_naming_the_field() -> None:
-    causes = _causes(TRAINJOBS, _job(runtimePatches=[{"manager": "me"}],
+    volumes = {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {
+        "volumes": [{"name": "d", "emptyDir": {}}]}}}}}]}
+    causes = _causes(TRAINJOBS, _job(runtimePatches=[{"manager": "example.com/me", "trainingRuntimeSpec": {
+                                         "template": {"spec": volumes}}}],
                                      initializer={"dataset": {"storageUri": "hf://x"}},
                                      trainer={"env": [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}]}))
-    assert set(causes) == {"spec.runtimePatches", "spec.initializer", "spec.trainer.env[0].valueFrom"}, causes
+    patched = "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
+    assert set(causes) == {f"{patched}.volumes", "spec.initializer", "spec.trainer.env[0].valueFrom"}, causes
     assert all(m.startswith("Forbidden: ") and "local cluster" in m for m in causes.values())
 
 
@@ -60,12 +64,14 @@ def test_volumes_in_a_runtime_are_refused_with_the_fix() -> None:
 def test_harmless_fields_are_warned_by_name_and_honoured_ones_are_silent() -> None:
     rt = _runtime()
     pod = rt["spec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
-    pod["nodeSelector"] = {"gpu": "a100"}
+    pod["priorityClassName"] = "high"
+    pod["nodeSelector"] = {"gpu": "a100"}  # honoured: the pods are placed on the Node (api/placement.py)
     pod["containers"][0]["workingDir"] = "/tmp"
     found = check("ClusterTrainingRuntime", rt)
     assert found.causes == []
-    assert f"{POD}.nodeSelector.gpu: no effect on one machine: every pod runs on this machine" in found.warnings
-    assert not any("workingDir" in w or "command" in w or "runAsUser" in w for w in found.warnings), found.warnings
+    assert f"{POD}.priorityClassName: no effect on one machine: every pod runs on this machine" in found.warnings
+    assert not any("workingDir" in w or "command" in w or "runAsUser" in w or "nodeSelector" in w
+                   for w in found.warnings), found.warnings
     assert check("TrainJob", _job(trainer={"numNodes": 2, "env": [{"name": "A", "value": "1"}]})).warnings == []
     assert check("TrainJob", _job(trainer={"image": "pytorch"})).warnings == [
         "spec.trainer.image: recorded on the pods, not pulled: the local cluster runs this machine's programs"]

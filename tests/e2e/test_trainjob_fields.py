@@ -170,19 +170,22 @@ def test_ranks_yield_when_they_outnumber_their_cores(api: httpx.Client, kubectl:
 def test_kubectl_shows_what_the_local_cluster_refuses_and_what_it_only_warns_about(api: httpx.Client,
                                                                                   kubectl: Kubectl) -> None:
     job = trainjob("ee-patched", ["mpirun", "hostname"])
-    job["spec"]["runtimePatches"] = [{"manager": "me.example.com/tool"}]
+    job["spec"]["runtimePatches"] = [{"manager": "me.example.com/tool", "trainingRuntimeSpec": {"template": {"spec": {
+        "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {
+            "volumes": [{"name": "data", "emptyDir": {}}]}}}}}]}}}}]
     refused = kubectl("apply", "-f", "-", input=json.dumps(job), check=False)
     assert refused.returncode != 0
-    assert "spec.runtimePatches: Forbidden: runtime patches are not applied by the local cluster" in refused.stderr
+    assert ("spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
+            ".volumes: Forbidden: volumes are not mounted by the local cluster yet") in refused.stderr, refused.stderr
     assert api.get(f"{TRAINER}/namespaces/default/trainjobs/ee-patched").status_code == 404  # nothing created
 
     runtime = copy.deepcopy(bundled()[0])
     runtime["metadata"]["name"] = "ee-warned"
     launcher = runtime["spec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
-    launcher["nodeSelector"] = {"accelerator": "a100"}
+    launcher["priorityClassName"] = "high"
     applied = kubectl("apply", "-f", "-", input=json.dumps(runtime))
     assert "clustertrainingruntime.trainer.kubeflow.org/ee-warned created" in applied.stdout
-    assert ("Warning: spec.template.spec.replicatedJobs[1].template.spec.template.spec.nodeSelector.accelerator: "
+    assert ("Warning: spec.template.spec.replicatedJobs[1].template.spec.template.spec.priorityClassName: "
             "no effect on one machine") in applied.stderr, applied.stderr
     api.delete(f"{TRAINER}/clustertrainingruntimes/ee-warned")
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpijob.api import Obj
+from mpijob.api import Obj, names
 from mpijob.api.mpi_output import LauncherOutput
 from mpijob.api.names import CONTAINER
 from mpijob.api.resources import PODS
@@ -150,7 +150,7 @@ def _conditions(pod: Obj, ready: bool, ts: str, phase: str = "Running") -> list[
     else:
         why = {"reason": "ContainersNotReady", "message": f"containers with unready status: [{container}]"}
     out = []
-    for kind, status in (("PodScheduled", True), ("Initialized", True), ("ContainersReady", ready), ("Ready", ready)):
+    for kind, status in ((names.POD_SCHEDULED, True), ("Initialized", True), ("ContainersReady", ready), ("Ready", ready)):
         value = "True" if status else "False"
         old = before.get(kind) or {}
         since = old.get("lastTransitionTime") if old.get("status") == value else ts

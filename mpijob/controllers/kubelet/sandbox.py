@@ -36,8 +36,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpijob.api import names, tokens
+from mpijob.api import mpi_impl, names, tokens
 from mpijob.api.plan import PodPlan, RunPlan
+from mpijob.controllers.kubelet import mpi_installs
 
 NAMESPACE, PROCESS = "namespace", "process"
 SSH_PORT = 2222
@@ -119,9 +120,11 @@ def check_mode(mode: str, home: Path) -> None:
             "add the user (useradd), or run the server as root for the namespace sandbox") from None
 
 
-def pod_path() -> str:
-    """Pods find the server's own Python environment first (the local 'image' is this machine)."""
-    return f"{Path(sys.executable).parent}:{SYSTEM_PATH}"
+def pod_path(mpi: Path | None = None) -> str:
+    """Pods find the runtime's MPI install first (`mpi_installs.prefix`), then the server's own Python
+    environment (the local 'image' is this machine)."""
+    first = f"{mpi / 'bin'}:" if mpi else ""
+    return f"{first}{Path(sys.executable).parent}:{SYSTEM_PATH}"
 
 
 @dataclass(frozen=True)
@@ -262,10 +265,16 @@ class JobFiles:
             _write(d / "group", _group(user), 0o644)
             if resolver := _resolver_under_run():  # the pod's own copy, as the kubelet writes one per pod
                 _write(d / "resolv.conf", resolver.read_text(), 0o644)
-        if self.runs_sshd(plan, pod):
+        if self.runs_sshd(plan, pod) or self.launcher_sshd(plan, pod):
             if self.mode == PROCESS and os.geteuid() == 0:  # no private /run here: make what sshd needs
                 os.makedirs(PRIVSEP_DIR, mode=0o755, exist_ok=True)
-            _write(d / "sshd_config", self._sshd_config(plan, user, own, session_env), 0o600)
+            _write(d / "sshd_config", self._sshd_config(plan, user, own, session_env,
+                                                        self.launcher_sshd(plan, pod)), 0o600)
+        if pod.is_launcher:  # Hydra's default options (rank tags), read from the launcher's home
+            config, _ = mpi_impl.IMPLEMENTATIONS[plan.mpi_implementation].launcher_config(user.home)
+            if config:
+                _write(home / mpi_impl.HYDRA_CONFIG_FILE, config, 0o644)
+                os.chown(home / mpi_impl.HYDRA_CONFIG_FILE, user.uid, user.gid)
         return d
 
     def runs_sshd(self, plan: RunPlan, pod: PodPlan) -> bool:
@@ -273,11 +282,19 @@ class JobFiles:
         because without a private /etc/hosts Open MPI cannot tell that host is itself."""
         return pod.runs_sshd or (self.mode == PROCESS and pod.is_launcher and pod.in_hostfile)
 
-    def _sshd_config(self, plan: RunPlan, user: User, ip: str, session_env: dict[str, str]) -> str:
+    def launcher_sshd(self, plan: RunPlan, pod: PodPlan) -> bool:
+        """In namespace mode, a launcher that is a host runs an sshd beside its command when its MPI reaches
+        every host over ssh, itself included (`Implementation.ssh_to_itself`)."""
+        return (self.mode == NAMESPACE and pod.is_launcher and pod.in_hostfile
+                and mpi_impl.IMPLEMENTATIONS[plan.mpi_implementation].ssh_to_itself)
+
+    def _sshd_config(self, plan: RunPlan, user: User, ip: str, session_env: dict[str, str],
+                     loopback: bool = False) -> str:
         keys = self.keys if self.mode == PROCESS else Path(plan.ssh_auth_mount_path)
         setenv = " ".join(f'{k}="{_sshd_quote(v)}"' for k, v in session_env.items())
         lines = [
             f"ListenAddress {ip}:{SSH_PORT}",
+            f"ListenAddress 127.0.0.1:{SSH_PORT}" if loopback else "",  # its own name is 127.0.0.1 in its hosts
             f"HostKey {self.host_key}",
             f"AuthorizedKeysFile {keys / 'authorized_keys'}",
             f"AllowUsers {user.name}",
@@ -344,6 +361,8 @@ class JobFiles:
         if run_sshd:
             script.append(f"{SSHD} -D -e -f {shlex.quote(str(d / 'sshd_config'))}")
         else:
+            if self.launcher_sshd(plan, pod):  # a child of PID 1, so it ends with the pod
+                script.append(f"{SSHD} -D -e -f {shlex.quote(str(d / 'sshd_config'))} &")
             drop = f"setpriv --reuid={user.uid} --regid={user.gid} --init-groups --inh-caps=-all" if user.uid else ""
             envs = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
             script.append(f'cd {shlex.quote(user.home)}; {drop} env -i {envs} "$@"')
@@ -359,6 +378,8 @@ class JobFiles:
         directory it cannot enter (pyenv or MPIJOB_HOME under a 0700 /root): inside the pod only, that
         directory becomes a tmpfs holding just those paths, bound back from a staging mount."""
         needed = [Path(sys.base_prefix), Path(sys.prefix), self.root]
+        if (installs := mpi_installs.root()).is_dir() and not installs.is_relative_to(sys.prefix):
+            needed.append(installs)  # $MPIJOB_MPI_DIR elsewhere
         blocked = {b for p in needed if user.uid and (b := _closed_ancestor(p))}
         lines = []
         for top in sorted(blocked):

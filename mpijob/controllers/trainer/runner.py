@@ -12,11 +12,11 @@ import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mpijob.api import Obj, failures, names
+from mpijob.api import Obj, failures, mpi_impl, names
 from mpijob.api.mpi_output import LauncherOutput, asks_for_tags, parse_rank_field
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.api.quantity import quantity_value
-from mpijob.controllers.kubelet import pods, trainer_status
+from mpijob.controllers.kubelet import mpi_installs, pods, trainer_status
 from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
 from mpijob.controllers.kubelet.network import JobNetwork, namespace_name
 from mpijob.controllers.kubelet.sandbox import (
@@ -135,6 +135,9 @@ class JobRunner:
         self.local_mca = {**LOCAL_MCA, **(LOOPBACK_MCA if self.mode == PROCESS else {}),
                           **({YIELD_WHEN_IDLE: "1"} if yield_when_idle else {})}
         self.api_server = api_server
+        # the runtime's MPI (api/mpi_impl.py) and this machine's install of it: first on PATH, its libraries found
+        self.impl = mpi_impl.IMPLEMENTATIONS[plan.mpi_implementation]
+        self.mpi_prefix = mpi_installs.prefix(self.impl)
         self.network: JobNetwork | None = None  # the job's own network (namespace mode), made by run()
         address = trainer_status.api_address(self.mode, api_server)
         # where pods find the API server (the Service address in their own network), and their job's status endpoint
@@ -165,8 +168,8 @@ class JobRunner:
         the cluster marker, the pod's GPUs, root's allowance to run Open MPI, then the job's own
         variables (`own`), which win (as a container's env wins over the kubelet's Service variables), and
         Trainer's status variables, which Trainer's plugin upserts over them."""
-        env = {"PATH": pod_path(), **identity, **self.service_env, **self.local_mca,
-               "MPIJOB_CLUSTER": self.cluster_id, **self._devices(pod)}
+        env = {"PATH": pod_path(self.mpi_prefix), **identity, **self.service_env, **self.local_mca,
+               **mpi_installs.env(self.impl), "MPIJOB_CLUSTER": self.cluster_id, **self._devices(pod)}
         if user.uid == 0:
             env |= ROOT_ALLOWANCE
         return env | _values(own) | trainer_status.env(self.status_url, self.files, pod)
@@ -177,19 +180,10 @@ class JobRunner:
 
     def _container_env(self, pod: PodPlan, user: User, home: str) -> dict[str, str]:
         identity = {"HOME": home, "USER": user.name, "LOGNAME": user.name, "HOSTNAME": pod.hostname,
-                    **self._marker(pod)}
+                    **self._marker(pod), **(self.impl.launcher_config(home)[1] if pod.is_launcher else {})}
         env = self._env(pod, user, pod.env, identity)
         if self.mode == PROCESS and pod.is_launcher:
-            hostfile = str(self.files.hostfile)
-            agent = f"ssh -F {self.files.ssh_config}"
-            env |= {
-                names.OMPI_HOSTFILE: hostfile,
-                names.PRTE_HOSTFILE: hostfile,
-                "OMPI_MCA_plm_rsh_agent": agent,
-                "PRTE_MCA_plm_ssh_agent": agent,
-                "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
-                "PRTE_MCA_plm_ssh_no_tree_spawn": "1",
-            }
+            env |= self.impl.elsewhere_env(str(self.files.hostfile), str(self.files.ssh_config))
         return env
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -219,7 +213,8 @@ class JobRunner:
         # asked for tags, drops them: `kubectl logs` shows what the program printed.
         mpi = None
         if pod.is_launcher:
-            mpi = functools.partial(LauncherOutput, keep_tags=asks_for_tags([*pod.command, *pod.args], _values(pod.env)))
+            mpi = functools.partial(LauncherOutput, keep_tags=asks_for_tags([*pod.command, *pod.args], _values(pod.env)),
+                                    hydra=self.impl.hydra)
         proc = self.procs[Proc(pod.name)] = await pods.spawn(
             self.logs, self.plan.namespace, pod.name, argv, base_env, cwd, mpi)
         if self.stopped:  # stopped while this pod was being spawned: it must not outlive the job
@@ -300,6 +295,11 @@ class JobRunner:
         nodes = [p for p in plan.pods if not p.is_launcher]
         launcher = next(p for p in plan.pods if p.is_launcher)
         users = {p.name: job_user(plan, p, self.mode) for p in plan.pods}
+        if why := mpi_installs.missing(self.impl):  # removed since the job was admitted: fail now, not at mpirun
+            outcome = Outcome(False, names.REASON_FAILED_JOBS, f"{names.FAILURE_MPI_NOT_INSTALLED}: {why}",
+                              names.FAILURE_MPI_NOT_INSTALLED)
+            await self.teardown(outcome)
+            return outcome
         try:
             if self.mode == NAMESPACE:
                 self.network = await JobNetwork.create(namespace_name(self.cluster_id, plan.uid))

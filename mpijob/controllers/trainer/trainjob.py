@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 from mpijob.api import Obj, names, render, tokens
 from mpijob.api.errors import ApiError
 from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, DEFAULT_LOCAL_QUEUE, workload_name
-from mpijob.api.plan import RunPlan, generate_ssh_keypair, gpu_count, resolve
+from mpijob.api.plan import PodPlan, RunPlan, generate_ssh_keypair, gpu_count, resolve
 from mpijob.api.quantity import parse_quantity
 from mpijob.api.resources import (
     CLUSTER_TRAINING_RUNTIMES,
@@ -26,6 +26,7 @@ from mpijob.api.resources import (
     TRAINING_RUNTIMES,
     TRAINJOBS,
     WORKLOADS,
+    Resource,
 )
 from mpijob.api.selectors import parse_labels
 from mpijob.controllers import conditions as cond
@@ -42,7 +43,7 @@ from mpijob.controllers.kubelet.sandbox import (
 )
 from mpijob.controllers.kueue.workloads import render_workload
 from mpijob.controllers.quota import limit_ranges, with_limit_ranges
-from mpijob.controllers.trainer import deadline
+from mpijob.controllers.trainer import binding, deadline
 from mpijob.controllers.trainer.accounting import Accounting
 from mpijob.controllers.trainer.runner import JobRunner, Outcome, Stop, Then
 from mpijob.store import audit
@@ -79,6 +80,8 @@ def job_pods(store: Store, namespace: str, job: str) -> list[Obj]:
 
 
 class TrainJobController:
+    resource: Resource = TRAINJOBS  # the kind of job it runs
+
     def __init__(
         self, store: Store, logs: LogStore, home: Home, mode: str, cluster_id: str, gpus: int = 0,
         kick: Callable[[], None] = lambda: None, on_finish: Callable[[Obj], None] = lambda tj: None,
@@ -116,6 +119,8 @@ class TrainJobController:
             self._sync_workload(tj, plan, render.owner_reference(tj) if plan else None)
             if uid in self.runners:
                 asyncio.create_task(self.stop(uid, Stop.suspended()))
+            else:  # pods that waited for a Node go, as JobSet deletes a suspended job's pods
+                binding.unbind(self.store, job_pods(self.store, tj["metadata"]["namespace"], tj["metadata"]["name"]))
             return
         if cond.is_true(tj, names.SUSPENDED):
             cond.set_condition(tj, names.SUSPENDED, False, names.REASON_RESUMED, "TrainJob is resumed")
@@ -136,6 +141,13 @@ class TrainJobController:
         wl = self._sync_workload(tj, plan, owner)
         if wl is None or not cond.is_true(wl, names.ADMITTED):
             return
+        self.launch(tj, plan, owner, wl)
+
+    def launch(self, tj: Obj, plan: RunPlan, owner: Obj, wl: Obj | None) -> None:
+        """Start an admitted job's run: its ServiceAccounts and SCC admission checked, its Secret, ConfigMaps
+        and pods created, its files written and its runner started (also how `controllers/mpioperator` runs
+        an MPIJob, through the hooks below)."""
+        uid = tj["metadata"]["uid"]
         accounts = self._service_accounts(tj, plan)
         if accounts is None:
             return
@@ -144,12 +156,15 @@ class TrainJobController:
             return
         plan = admitted
         private_pem, public_line = self._ensure_secret(plan, owner)
-        self.store.ensure(CONFIGMAPS, render.render_hostfile_configmap(plan, owner))
-        self.store.ensure(CONFIGMAPS, render.render_tls_configmap(plan, owner, self.home.ca_pem()))
         server = api_server(self.home)
-        url = trainer_status.status_url(trainer_status.api_address(self.mode, server), plan)
-        stored = {pod.name: self.store.ensure(PODS, render.render_pod(plan, pod, owner, accounts[pod.name], url))
-                  for pod in plan.pods}
+        url = self._status_url(plan, server)
+        for config_map in self._render_config_maps(plan, owner):
+            self.store.ensure(CONFIGMAPS, config_map)
+        placed = binding.place(self.store, wl, {pod.name: self._render_pod(plan, pod, owner, accounts[pod.name], url)
+                                                for pod in plan.pods})
+        if placed is None:
+            return  # a pod fits no Node: it waits Pending, and a change of the Node wakes the job again
+        stored = placed
         events.record(self.store, tj, "CreatedPods", f"Created {len(plan.pods)} pods for {plan.num_nodes} node(s): "
                       + ", ".join(p.name for p in plan.pods))
         files = self.files(tj)
@@ -161,9 +176,29 @@ class TrainJobController:
         self._write_service_accounts(files, plan, accounts, stored)
         crowded = self._crowded(tj, plan, cores)
         runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus, cores, crowded, server)
+        runner.status_url = url
         self.accounting.started(tj, wl, plan)
         self.runners[uid] = (runner, asyncio.create_task(self._run(tj, plan, runner)))
         self._watch_deadline(tj, wl)
+
+    # -- what a run's objects are called and hold (overridden for MPIJobs) ------------------------------
+
+    def _status_url(self, plan: RunPlan, server: tuple[str, int] | None) -> str:
+        """Where the job's pods report progress (Trainer's status endpoint); "" for none."""
+        return trainer_status.status_url(trainer_status.api_address(self.mode, server), plan)
+
+    def _secret_name(self, plan: RunPlan) -> str:
+        return names.ssh_secret_name(plan.job)
+
+    def _render_secret(self, plan: RunPlan, private_pem: str, public_line: str, owner: Obj) -> Obj:
+        return render.render_secret(plan, private_pem, public_line, owner)
+
+    def _render_config_maps(self, plan: RunPlan, owner: Obj) -> list[Obj]:
+        """The hostfile ConfigMap, and the status server's CA for the pods' progress reports."""
+        return [render.render_hostfile_configmap(plan, owner), render.render_tls_configmap(plan, owner, self.home.ca_pem())]
+
+    def _render_pod(self, plan: RunPlan, pod: PodPlan, owner: Obj, account: Obj, url: str) -> Obj:
+        return render.render_pod(plan, pod, owner, account, url)
 
     def _service_accounts(self, tj: Obj, plan: RunPlan) -> dict[str, Obj] | None:
         """pod name → its ServiceAccount; None, and the job failed, when one does not exist: kube's
@@ -293,6 +328,8 @@ class TrainJobController:
         wl = self.store.try_get(WORKLOADS, meta["namespace"], workload_name(tj))
         evicted = cond.get(wl, names.EVICTED) if wl else None
         reason = (evicted.get("reason") if evicted and evicted.get("status") == "True" else None) or names.EVICTED
+        if meta["uid"] not in self.runners:  # its pods waited for a Node: they go, as when it runs
+            binding.unbind(self.store, job_pods(self.store, meta["namespace"], meta["name"]))
         await self.stop(meta["uid"], Stop.evicted(reason, message))
 
     def _plan(self, tj: Obj) -> RunPlan:
@@ -307,10 +344,10 @@ class TrainJobController:
 
     def _ensure_secret(self, plan: RunPlan, owner: Obj) -> tuple[str, str]:
         """The job's SSH key pair: made once, kept in the immutable Secret, reused after a restart."""
-        secret = self.store.try_get(SECRETS, plan.namespace, names.ssh_secret_name(plan.job))
+        secret = self.store.try_get(SECRETS, plan.namespace, self._secret_name(plan))
         if secret is None:
             private_pem, public_line = generate_ssh_keypair()
-            self.store.create(SECRETS, render.render_secret(plan, private_pem, public_line, owner))
+            self.store.create(SECRETS, self._render_secret(plan, private_pem, public_line, owner))
             return private_pem, public_line
         data = secret["data"]
         return (base64.b64decode(data[names.SSH_PRIVATE_KEY]).decode(),
@@ -338,7 +375,7 @@ class TrainJobController:
                 if self.store.try_get(PODS, plan.namespace, pod.name) is not None:
                     self.store.delete(PODS, plan.namespace, pod.name)
             return
-        current = self.store.try_get(TRAINJOBS, plan.namespace, plan.job)
+        current = self.store.try_get(self.resource, plan.namespace, plan.job)
         if current is not None and current["metadata"]["uid"] == uid:
             self.finish(current, outcome)
 

@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from mpijob.api import Obj, errors, names, tables
 from mpijob.api.kueue.conversion import from_storage, to_storage
-from mpijob.api.resources import NAMESPACES, TRAINJOBS, Resource, served_versions, storage
+from mpijob.api.resources import MPIJOBS, NAMESPACES, TRAINJOBS, Resource, served_versions, storage
 from mpijob.api.selectors import parse_fields, parse_labels
 from mpijob.server import admission, authz, bootstrap, patch
 from mpijob.server.audit import current_user
@@ -137,7 +137,7 @@ def _requester(request: Request, res: Resource, obj: Obj, old: Obj | None) -> No
     authenticated user, whatever the client sent; afterwards it keeps its stored value (restored
     silently, as kube-apiserver restores `metadata.creationTimestamp`, so `kubectl replace` of a
     manifest without it still works), so no client can forge or rewrite who created a job."""
-    if res.key != TRAINJOBS.key:
+    if res.key not in (TRAINJOBS.key, MPIJOBS.key):  # an MPIJob's pods are admitted for its creator too
         return
     meta = obj["metadata"]
     annotations = {} if meta.get("annotations") is None else meta["annotations"]

