@@ -89,9 +89,12 @@ IMPLEMENTATIONS: dict[str, Implementation] = {i.name: i for i in (
                    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ssh_to_itself=True),
     Implementation(names.MPI_MPICH, "mpich", "mpich (PyPI)", True, ("PMI_RANK", "PMI_SIZE")),
     # libfabric's tcp provider works on any interface, a pod network's or the loopback; the pod's CPUs are
-    # the kubelet's to give (a pod's cpuset), so Intel MPI must not pin its ranks to others
+    # the kubelet's to give (a pod's cpuset), so Intel MPI must not pin its ranks to others; and its Hydra
+    # reads the topology with its own library, as hwloc's per-process query needs a /proc of the pod's PID
+    # namespace, which the sandbox does not mount
     Implementation(names.MPI_INTEL, "impi-rt", "impi-rt (PyPI)", True, ("PMI_RANK", "PMI_SIZE"),
-                   (("FI_PROVIDER", "tcp"), ("I_MPI_PIN", "0")), ssh_to_itself=True),
+                   (("FI_PROVIDER", "tcp"), ("I_MPI_PIN", "0"), ("I_MPI_HYDRA_TOPOLIB", "ipl")),
+                   ssh_to_itself=True),
 )}
 assert tuple(IMPLEMENTATIONS) == names.MPI_IMPLEMENTATIONS
 

@@ -59,6 +59,8 @@ def admit(res: Resource, obj: dict, old: dict | None = None) -> dict:
     obj = copy.deepcopy(obj)
     check_type(res, obj)
     meta = obj.get("metadata")
+    if res.kind == "Namespace" and not res.group:
+        name_label(meta)
     name = meta.get("name", "") if isinstance(meta, dict) else ""
     causes = _metadata_causes(res, meta)
     if res.group == names.KUEUE_GROUP and res.kind in kueue.KINDS:
@@ -84,6 +86,16 @@ def admit(res: Resource, obj: dict, old: dict | None = None) -> dict:
     if causes:
         raise invalid(res.kind, str(name), causes, res.group)
     return obj
+
+
+def name_label(meta: Any) -> None:
+    """kube's namespace strategy: every Namespace is labelled `kubernetes.io/metadata.name: <its name>`,
+    whatever the client sent (selectors of NetworkPolicies and Kueue's ClusterQueues pick namespaces by it)."""
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        return  # judged by _metadata_causes
+    labels = meta.get("labels")
+    if labels is None or isinstance(labels, dict):
+        meta["labels"] = {**(labels or {}), names.LABEL_NAMESPACE_NAME: meta["name"]}
 
 
 def _custom_causes(res: Resource, obj: dict, old: dict | None) -> list[Cause]:

@@ -12,12 +12,13 @@ import copy
 import logging
 from typing import Any
 
-from mpijob.api import rbac_policy, scc
+from mpijob.api import rbac_policy, scc, validation
 from mpijob.api.names import (
     ANNOTATION_DESCRIPTION,
     ANNOTATION_RBAC_AUTOUPDATE,
     DEFAULT_SERVICE_ACCOUNT,
     LABEL_APP_NAME,
+    LABEL_NAMESPACE_NAME,
     ROOT_CA_CONFIGMAP,
     ROOT_CA_DESCRIPTION,
 )
@@ -61,6 +62,7 @@ def run(store: Store, ca_pem: str = "") -> None:
         _drop_fixed_ids(store, runtime)
     rbac_policy_objects(store)
     uid_ranges(store)
+    namespace_name_labels(store)
     for ns in store.list(NAMESPACES, None)[0]:
         namespace_defaults(store, ns["metadata"]["name"], ca_pem)
 
@@ -85,6 +87,15 @@ def uid_ranges(store: Store) -> None:
     for ns in sorted(store.list(NAMESPACES, None)[0], key=age):
         if scc.Ranges.of(ns) is None:
             scc.own_ranges(ns, None, store.list(NAMESPACES, None)[0])
+            store.update(NAMESPACES, ns)
+
+
+def namespace_name_labels(store: Store) -> None:
+    """Label every namespace with its name as kube-apiserver does (`validation.name_label`): the
+    bootstrap namespaces, and those of a home made before the server did."""
+    for ns in store.list(NAMESPACES, None)[0]:
+        if (ns["metadata"].get("labels") or {}).get(LABEL_NAMESPACE_NAME) != ns["metadata"]["name"]:
+            validation.name_label(ns["metadata"])
             store.update(NAMESPACES, ns)
 
 

@@ -99,3 +99,9 @@ def assert_crd():
     """assert_crd(obj, "trainjobs" | "clustertrainingruntimes" | "trainingruntimes")."""
     files = {"trainjobs": TRAINJOB_CRD, "clustertrainingruntimes": CTR_CRD, "trainingruntimes": TR_CRD}
     return lambda obj, which: assert_valid_for_crd(obj, files[which])
+
+
+@pytest.fixture
+def assert_crd_file():
+    """assert_crd_file(obj, "<folder>/<crd file>" under the upstream data, e.g. "kueue/kueue.x-k8s.io_clusterqueues.yaml")."""
+    return assert_valid_for_crd

@@ -5,10 +5,10 @@ should; bad options refused naming the option, the value and the fix."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import CTR_CRD, assert_valid_for_crd
 from kubernetes.client import ApiClient
 
 from mpijob.api import names, platform, validation
@@ -20,6 +20,7 @@ from mpijob.api.runtimes import bundled
 from mpijob.api.scc_crd import causes as scc_causes
 from mpijob.api.support import check
 
+CTR_CRD = "trainer/trainer.kubeflow.org_clustertrainingruntimes.yaml"
 KUEUE_CRDS = {"ResourceFlavor": "kueue/kueue.x-k8s.io_resourceflavors.yaml",
               "ClusterQueue": "kueue/kueue.x-k8s.io_clusterqueues.yaml",
               "LocalQueue": "kueue/kueue.x-k8s.io_localqueues.yaml",
@@ -66,7 +67,8 @@ def _strip_nulls(node: Any) -> Any:
 
 
 @pytest.mark.parametrize("opts", [popts.Options(), FULL], ids=["defaults", "two-teams-gpus"])
-def test_every_object_is_valid_for_upstream_crds_kube_models_and_local_admission(opts: popts.Options) -> None:
+def test_every_object_is_valid_for_upstream_crds_kube_models_and_local_admission(
+        opts: popts.Options, assert_crd_file: Callable[[dict, str], None]) -> None:
     objs = platform.render(opts)
     kinds = {o["kind"] for o in objs}
     assert kinds == {"Namespace", "ClusterTrainingRuntime", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue",
@@ -76,9 +78,9 @@ def test_every_object_is_valid_for_upstream_crds_kube_models_and_local_admission
     for obj in objs:
         kind = obj["kind"]
         if kind == "ClusterTrainingRuntime":
-            assert_valid_for_crd(obj, CTR_CRD)
+            assert_crd_file(obj, CTR_CRD)
         elif kind in KUEUE_CRDS:
-            assert_valid_for_crd(obj, KUEUE_CRDS[kind])
+            assert_crd_file(obj, KUEUE_CRDS[kind])
         elif kind in K8S_MODELS:  # kube's model takes every field and gives it back unchanged: none unknown
             model = client.deserialize(_Response(obj), K8S_MODELS[kind])
             assert _strip_nulls(client.sanitize_for_serialization(model)) == obj
@@ -155,7 +157,8 @@ def test_other_mpis_are_named_by_annotation_with_their_launcher_variables() -> N
     launcher = {n: _env(_pod(_named(objs, n), names.LAUNCHER)["spec"]["containers"][0]) for n in expect}
     assert launcher["mpi-distributed"] == {}  # Trainer sets Open MPI 4's itself
     assert launcher["mpich-distributed"] == {"HYDRA_HOST_FILE": names.HOSTFILE_PATH,
-                                             "HYDRA_LAUNCH_EXTRA_ARGS": names.RSH_ARGS}
+                                             "HYDRA_LAUNCH_EXTRA_ARGS": names.RSH_ARGS,  # MPI Operator's name
+                                             "HYDRA_LAUNCHER_EXTRA_ARGS": names.RSH_ARGS}  # what Hydra reads
     assert launcher["intel-mpi-distributed"] == {"I_MPI_HYDRA_HOST_FILE": names.HOSTFILE_PATH,
                                                  "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": names.RSH_ARGS}
     assert launcher["openmpi5-distributed"][names.PRTE_HOSTFILE] == names.HOSTFILE_PATH

@@ -48,9 +48,9 @@ LAUNCHER_ENV: Mapping[str, Mapping[str, str]] = {
     OPEN_MPI_4: {},
     OPEN_MPI_5: {names.PRTE_HOSTFILE: names.HOSTFILE_PATH, names.PRTE_KEEP_FQDN: "true",
                  names.PRTE_SSH_ARGS: names.RSH_ARGS},
-    names.MPI_MPICH: {"HYDRA_HOST_FILE": names.HOSTFILE_PATH, "HYDRA_LAUNCH_EXTRA_ARGS": names.RSH_ARGS},
-    names.MPI_INTEL: {"I_MPI_HYDRA_HOST_FILE": names.HOSTFILE_PATH,
-                      "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": names.RSH_ARGS},
+    names.MPI_MPICH: {names.HYDRA_HOSTFILE: names.HOSTFILE_PATH, names.HYDRA_SSH_ARGS: names.RSH_ARGS,
+                      names.HYDRA_LAUNCHER_SSH_ARGS: names.RSH_ARGS},  # MPICH's own Hydra reads the latter
+    names.MPI_INTEL: {names.I_MPI_HOSTFILE: names.HOSTFILE_PATH, names.I_MPI_SSH_ARGS: names.RSH_ARGS},
 }
 # Open MPI forwards OMPI_MCA_* to every rank by itself; other variables reach remote ranks only when
 # listed here (mpirun's `-x`; over ssh a rank does not inherit its pod's environment).
@@ -123,9 +123,8 @@ def _runtime(name: str, impl: str, opts: Options, image: str, *, gpus: int = 0, 
                 "successPolicy": {"operator": "All", "targetReplicatedJobs": [names.LAUNCHER]},
                 "replicatedJobs": [
                     _rjob(names.NODE, node, pod_annotations, opts),
-                    {**_rjob(names.LAUNCHER, launcher, pod_annotations, opts,
-                             {names.LABEL_ANCESTOR: names.ANCESTOR_TRAINER}),
-                     "dependsOn": [{"name": names.NODE, "status": "Ready"}]},
+                    _rjob(names.LAUNCHER, launcher, pod_annotations, opts,
+                          {names.LABEL_ANCESTOR: names.ANCESTOR_TRAINER}, depends=True),
                 ],
             }},
         },
@@ -133,16 +132,17 @@ def _runtime(name: str, impl: str, opts: Options, image: str, *, gpus: int = 0, 
 
 
 def _rjob(name: str, container: Obj, annotations: dict[str, str], opts: Options,
-          labels: dict[str, str] | None = None) -> Obj:
+          labels: dict[str, str] | None = None, depends: bool = False) -> Obj:
     pod_security: Obj = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
     if opts.run_as_user is not None:  # a cluster without OpenShift's SCCs: the image user's UID
         pod_security["runAsUser"] = opts.run_as_user
-    rj: Obj = {"name": name, "template": {"spec": {"template": {
+    rj: Obj = {"name": name}
+    if depends:  # JobSet starts it once every node is Ready (their sshd answers)
+        rj["dependsOn"] = [{"name": names.NODE, "status": "Ready"}]
+    rj["template"] = {**({"metadata": {"labels": labels}} if labels else {}), "spec": {"template": {
         "metadata": {"annotations": dict(annotations)},
         "spec": {"securityContext": pod_security, "containers": [container]},
-    }}}}
-    if labels:
-        rj["template"]["metadata"] = {"labels": labels}
+    }}}
     return rj
 
 
