@@ -33,6 +33,7 @@ ANCHORS = {  # each class's section of the guide (GitHub's anchor of its heading
     names.FAILURE_DAEMON_LOST: "open-mpi-daemon-lost",
     names.FAILURE_NCCL: "nccl-error-or-timeout",
     names.FAILURE_PROGRAM: "program-failed",
+    names.FAILURE_MPI_NOT_INSTALLED: "mpi-implementation-not-installed",
 }
 
 

@@ -60,6 +60,16 @@ class Implementation:
                      (names.PRTE_SLOTS, str(slots)), (names.PRTE_SSH_ARGS, ssh_args)]
         return [{"name": k, "value": v} for k, v in pairs]
 
+    def runtime_env(self) -> dict[str, str]:
+        """The launcher variables a runtime must set itself on a Trainer cluster: all but the four Trainer
+        sets (it knows only Open MPI 4, which needs nothing more) and those that depend on a job's slots,
+        which a runtime cannot know."""
+        if self.name == names.OPEN_MPI:
+            return {}
+        leave = {names.OMPI_HOSTFILE, names.OMPI_KEEP_FQDN, names.OMPI_SLOTS, names.OMPI_RSH_ARGS,
+                 names.PRTE_SLOTS, names.I_MPI_PERHOST}
+        return {e["name"]: e["value"] for e in self.launcher_env(1) if e["name"] not in leave}
+
     def elsewhere_env(self, hostfile: str, ssh_config: str) -> dict[str, str]:
         """The launcher's variables when it has no private /etc/mpi or /etc/ssh (the process sandbox): the
         job's hostfile where it is, and ssh told which config to read."""

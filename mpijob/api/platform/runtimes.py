@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mpijob.api import Obj, names
+from mpijob.api.mpi_impl import IMPLEMENTATIONS
 from mpijob.api.platform.options import GPU, OPEN_MPI_4, OPEN_MPI_5, Options
 from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES
 
@@ -41,17 +42,6 @@ NAMES: Mapping[tuple[str, bool], str] = {
 RDMA = "mpi-distributed-rdma"
 NCCL_SAFE = "mpi-distributed-nccl-safe"
 
-# What each MPI's launcher needs to find the hostfile and to retry ssh while nodes come up. Trainer sets
-# Open MPI 4's (OMPI_MCA_orte_*) itself; the others are MPI Operator's names (and PRRTE's for Open MPI 5,
-# which ignores the ORTE ones).
-LAUNCHER_ENV: Mapping[str, Mapping[str, str]] = {
-    OPEN_MPI_4: {},
-    OPEN_MPI_5: {names.PRTE_HOSTFILE: names.HOSTFILE_PATH, names.PRTE_KEEP_FQDN: "true",
-                 names.PRTE_SSH_ARGS: names.RSH_ARGS},
-    names.MPI_MPICH: {names.HYDRA_HOSTFILE: names.HOSTFILE_PATH, names.HYDRA_SSH_ARGS: names.RSH_ARGS,
-                      names.HYDRA_LAUNCHER_SSH_ARGS: names.RSH_ARGS},  # MPICH's own Hydra reads the latter
-    names.MPI_INTEL: {names.I_MPI_HOSTFILE: names.HOSTFILE_PATH, names.I_MPI_SSH_ARGS: names.RSH_ARGS},
-}
 # Open MPI forwards OMPI_MCA_* to every rank by itself; other variables reach remote ranks only when
 # listed here (mpirun's `-x`; over ssh a rank does not inherit its pod's environment).
 FORWARD_ENV = "OMPI_MCA_mca_base_env_list"
@@ -103,7 +93,7 @@ def _runtime(name: str, impl: str, opts: Options, image: str, *, gpus: int = 0, 
     limits = {**({GPU: str(gpus)} if gpus else {}), **(extra_resources or {})}
     pod_annotations = {names.ANNOTATION_ISTIO_INJECT: "false", **(annotations or {})}
     node = _container(image, opts, env, limits, sshd=True)
-    launcher = _container(image, opts, {**env, **LAUNCHER_ENV[impl]}, limits)
+    launcher = _container(image, opts, {**env, **IMPLEMENTATIONS[impl].runtime_env()}, limits)
     meta: dict[str, Any] = {"name": name, "labels": {names.LABEL_FRAMEWORK: "mpi", names.LABEL_PART_OF: PART_OF}}
     if impl != OPEN_MPI_4:
         meta["annotations"] = {names.ANNOTATION_MPI_IMPLEMENTATION: impl}

@@ -15,6 +15,7 @@ export const FAILURE_ANCHORS = {
   MPIDaemonLost: 'open-mpi-daemon-lost',
   NCCLError: 'nccl-error-or-timeout',
   ProgramFailed: 'program-failed',
+  MPINotInstalled: 'mpi-implementation-not-installed',
 };
 
 export const roleOf = (pod) => (pod.metadata.labels || {})[LABEL_RJOB] || '';
