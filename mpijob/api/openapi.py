@@ -137,3 +137,24 @@ def _unknown(document: Mapping[str, Any], schema: Mapping[str, Any], value: Any,
                 yield from _unknown(document, resolve(document, extra), sub, at, (*steps, key))
             elif props and key not in ("apiVersion", "kind"):
                 yield at, (*steps, key)
+
+
+def expand_shared(data: Mapping[str, Any]) -> dict[str, Any]:
+    """`{"<version>/<Kind>": schema}` from a generated schema file (`tools/gen_openapi_data.py`), whose
+    subtrees repeated across kinds are stored once in `shared` and referenced as `{"$shared": index}`;
+    each shared subtree is expanded once and reused (read-only)."""
+    shared: list[Any] = [None] * len(data["shared"])
+
+    def expand(node: Any) -> Any:
+        if isinstance(node, list):
+            return [expand(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        if "$shared" in node:
+            i = node["$shared"]
+            if shared[i] is None:
+                shared[i] = expand(data["shared"][i])
+            return shared[i]
+        return {k: expand(v) for k, v in node.items()}
+
+    return {name: expand(schema) for name, schema in data["schemas"].items()}

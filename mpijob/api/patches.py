@@ -33,7 +33,8 @@ ENV_OWNED = (names.DATASET_INITIALIZER, names.MODEL_INITIALIZER, names.CONTAINER
 _PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")  # apimachinery's HTTP path characters
 
 
-def _get(obj: Any, *path: str) -> Any:
+def dig(obj: Any, *path: str) -> Any:
+    """`obj[path[0]][path[1]]...`, None where a step is missing or not a map."""
     for key in path:
         if not isinstance(obj, dict):
             return None
@@ -42,7 +43,7 @@ def _get(obj: Any, *path: str) -> Any:
 
 
 def entries(trainjob: dict) -> list[dict]:
-    return [p for p in _get(trainjob, "spec", "runtimePatches") or [] if isinstance(p, dict)]
+    return [p for p in dig(trainjob, "spec", "runtimePatches") or [] if isinstance(p, dict)]
 
 
 def merge(base: Any, patch: Any, key: str = "") -> Any:
@@ -73,18 +74,18 @@ def apply(trainjob: dict, runtime: dict) -> dict:
     """The runtime with the TrainJob's patches applied in list order (a deep copy; `runtime` is untouched).
     The replicatedJobs keep the runtime's order, as Trainer restores it after merging."""
     out = copy.deepcopy(runtime)
-    patches = [p for p in entries(trainjob) if isinstance(_get(p, "trainingRuntimeSpec", "template"), dict)]
+    patches = [p for p in entries(trainjob) if isinstance(dig(p, "trainingRuntimeSpec", "template"), dict)]
     if not patches:
         return out
     template = out.setdefault("spec", {}).setdefault("template", {})
-    order = {rj.get("name"): i for i, rj in enumerate(_get(template, "spec", "replicatedJobs") or [])}
+    order = {rj.get("name"): i for i, rj in enumerate(dig(template, "spec", "replicatedJobs") or [])}
     for patch in patches:
         wanted = patch["trainingRuntimeSpec"]["template"]
         if isinstance(wanted.get("metadata"), dict):  # the JobSet's own labels and annotations
             template["metadata"] = merge(template.get("metadata") or {}, wanted["metadata"])
         if isinstance(wanted.get("spec"), dict):
             template["spec"] = merge(template.get("spec") or {}, wanted["spec"])
-    rjobs = _get(template, "spec", "replicatedJobs")
+    rjobs = dig(template, "spec", "replicatedJobs")
     if isinstance(rjobs, list):
         rjobs.sort(key=lambda rj: order.get(rj.get("name"), len(order)))
     return out
@@ -120,16 +121,16 @@ def causes(trainjob: dict, old: dict | None = None) -> list[Cause]:
                 out.append(Cause(f"{FIELD}[{i}].manager", f'Invalid value: "{manager}": must be a domain-prefixed '
                                                           'path (such as "acme.io/foo"), e.g. "example.com/my-tool"'))
             seen.add(manager)
-        rjobs = _get(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs") or []
+        rjobs = dig(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs") or []
         out += _duplicates(rjobs, f"{FIELD}[{i}].trainingRuntimeSpec.template.spec.replicatedJobs", "replicatedJob")
         for j, rj in enumerate(rjobs):
-            pod = _get(rj, "template", "spec", "template", "spec") or {}
+            pod = dig(rj, "template", "spec", "template", "spec") or {}
             where = f"{FIELD}[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}].template.spec.template.spec"
             for key in ("containers", "initContainers"):
                 out += _duplicates(pod.get(key) or [], f"{where}.{key}", "container")
     if old is not None:
         before = entries(old)
-        suspended = bool(_get(old, "spec", "suspend")) or bool(_get(trainjob, "spec", "suspend"))
+        suspended = bool(dig(old, "spec", "suspend")) or bool(dig(trainjob, "spec", "suspend"))
         if _without_time(before) != _without_time(patches) and not suspended:
             out.append(Cause(FIELD, "Forbidden: RuntimePatches can only be modified when the TrainJob is suspended "
                                     "before or after the update; set spec.suspend: true in the same update, or "
@@ -168,20 +169,20 @@ def runtime_causes(trainjob: dict, runtime: dict) -> list[Cause]:
     container the runtime does not have, env for the node or initializer containers (which take it from
     spec.trainer and spec.initializer); and, on the local cluster, a patched runtime holding a field the
     runtime rules refuse (`support.py`)."""
-    rjobs = {rj.get("name"): rj for rj in _get(runtime, "spec", "template", "spec", "replicatedJobs") or []}
+    rjobs = {rj.get("name"): rj for rj in dig(runtime, "spec", "template", "spec", "replicatedJobs") or []}
     out: list[Cause] = []
     for i, patch in enumerate(entries(trainjob)):
         base = f"{FIELD}[{i}].trainingRuntimeSpec.template.spec.replicatedJobs"
-        for j, rj in enumerate(_get(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs") or []):
+        for j, rj in enumerate(dig(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs") or []):
             name = rj.get("name")
             if name not in rjobs:
                 out.append(Cause(f"{base}[{j}].name", f"Invalid value: {show(name)}: must not have replicated job "
                                                       "that doesn't exist in the runtime job template; the runtime "
                                                       f"has {', '.join(map(str, rjobs))}"))
                 continue
-            have = _get(rjobs[name], "template", "spec", "template", "spec") or {}
+            have = dig(rjobs[name], "template", "spec", "template", "spec") or {}
             known = [c.get("name") for c in (have.get("initContainers") or []) + (have.get("containers") or [])]
-            pod = _get(rj, "template", "spec", "template", "spec") or {}
+            pod = dig(rj, "template", "spec", "template", "spec") or {}
             for key, what in (("initContainers", "initContainer"), ("containers", "container")):
                 for k, c in enumerate(pod.get(key) or []):
                     where = f"{base}[{j}].template.spec.template.spec.{key}[{k}]"

@@ -10,13 +10,13 @@ from __future__ import annotations
 import copy
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from mpijob.api import mpi_impl, names, patches
 from mpijob.api.errors import Cause, invalid
+from mpijob.api.patches import dig
 from mpijob.api.quantity import quantity_value
 
 
@@ -66,14 +66,6 @@ class RunPlan:
     pods: list[PodPlan]  # node pods first (index order), then the launcher
     user_env: list[dict]  # trainer.env as given
     subdomain: str = ""  # JobSet network.subdomain, default the job name
-
-
-def _get(obj: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
 
 
 def _upsert_env(env: list[dict], extra: list[dict]) -> list[dict]:
@@ -132,9 +124,9 @@ def _refuse(job: str, fld: str, message: str) -> Exception:
 def _runtime_resources_per_node(rjobs: list[dict]) -> dict | None:
     """Trainer's ExtractResourcePerNodeFromRuntime: the first node/trainer-step `node` container with resources."""
     for rj in rjobs:
-        ancestor = _get(rj, "template", "metadata", "labels", names.LABEL_ANCESTOR)
+        ancestor = dig(rj, "template", "metadata", "labels", names.LABEL_ANCESTOR)
         if rj.get("name") == names.NODE or ancestor == names.ANCESTOR_TRAINER:
-            for c in _get(rj, "template", "spec", "template", "spec", "containers") or []:
+            for c in dig(rj, "template", "spec", "template", "spec", "containers") or []:
                 if c.get("name") == names.CONTAINER and c.get("resources") is not None:
                     return c["resources"]
     return None
@@ -150,15 +142,15 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
     job = meta.get("name", "")
     namespace = meta.get("namespace") or "default"
     uid = meta.get("uid") or ""
-    trainer = _get(trainjob, "spec", "trainer") or {}
-    ml = _get(runtime, "spec", "mlPolicy") or {}
+    trainer = dig(trainjob, "spec", "trainer") or {}
+    ml = dig(runtime, "spec", "mlPolicy") or {}
     mpi = ml.get("mpi")
-    runtime_name = _get(runtime, "metadata", "name") or ""
+    runtime_name = dig(runtime, "metadata", "name") or ""
     if mpi is None:
         raise _refuse(job, "spec.runtimeRef.name",
                       f'Invalid value: "{runtime_name}": mpijob local cluster runs MPI runtimes only '
                       "(the runtime has no spec.mlPolicy.mpi); pick an MPI runtime such as mpi-distributed")
-    rjobs: list[dict] = _get(runtime, "spec", "template", "spec", "replicatedJobs") or []
+    rjobs: list[dict] = dig(runtime, "spec", "template", "spec", "replicatedJobs") or []
     by_name = {rj.get("name"): rj for rj in rjobs}
     if names.LAUNCHER not in by_name:
         raise _refuse(job, "spec.runtimeRef.name",
@@ -185,7 +177,7 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
             if gpus > 1:
                 slots = gpus
 
-    subdomain = _get(runtime, "spec", "template", "spec", "network", "subdomain") or job
+    subdomain = dig(runtime, "spec", "template", "spec", "network", "subdomain") or job
     user_env = [dict(e) for e in trainer.get("env") or []]
     counts = {names.NODE: node_replicas, names.LAUNCHER: 1}
 
@@ -198,9 +190,9 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
         if name not in counts:
             continue  # initializers and other steps are not run by the local cluster
         is_launcher = name == names.LAUNCHER
-        job_labels = _get(rj, "template", "metadata", "labels") or {}
+        job_labels = dig(rj, "template", "metadata", "labels") or {}
         is_trainer_step = job_labels.get(names.LABEL_ANCESTOR) == names.ANCESTOR_TRAINER
-        pod_template = _get(rj, "template", "spec", "template") or {}
+        pod_template = dig(rj, "template", "spec", "template") or {}
         pod_spec = copy.deepcopy(pod_template.get("spec") or {})
         c = _container(pod_spec)
         receives_trainer = is_trainer_step or (launcher_as_node and name == names.NODE)

@@ -18,6 +18,7 @@ import jsonschema
 
 from mpijob.api import names
 from mpijob.api.errors import Cause
+from mpijob.api.openapi import expand_shared
 from mpijob.api.schema import _causes, strip_nulls
 
 DATA = "mpijob_schema.json"
@@ -29,21 +30,7 @@ _DROP = ("description", "default", "format", "x-kubernetes-list-type", "x-kubern
 def served() -> dict[str, Any]:
     """`{"<version>/<Kind>": openAPIV3Schema}`, shared subtrees expanded (as shared objects: read-only)."""
     data = json.loads(resources.files(__package__).joinpath(DATA).read_text(encoding="utf-8"))
-    shared: list[Any] = [None] * len(data["shared"])
-
-    def expand(node: Any) -> Any:
-        if isinstance(node, list):
-            return [expand(v) for v in node]
-        if not isinstance(node, dict):
-            return node
-        if "$shared" in node:
-            i = node["$shared"]
-            if shared[i] is None:
-                shared[i] = expand(data["shared"][i])
-            return shared[i]
-        return {k: expand(v) for k, v in node.items()}
-
-    return {name: expand(schema) for name, schema in data["schemas"].items()}
+    return expand_shared(data)
 
 
 def _structural(node: Any) -> Any:

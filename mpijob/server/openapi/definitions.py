@@ -49,7 +49,7 @@ from mpijob.api.names import (
     SECURITY_GROUP,
     TRAINER_GROUP,
 )
-from mpijob.api.openapi import GVK_EXTENSION, crd_definition_name
+from mpijob.api.openapi import GVK_EXTENSION, crd_definition_name, expand_shared
 from mpijob.api.resources import ALL, Resource
 
 V2_PREFIX = "#/definitions/"
@@ -292,21 +292,7 @@ def _type_schema(annotation: Any, deps: list[type[BaseModel]]) -> dict[str, Any]
 def _kueue_schemas() -> dict[str, Any]:
     """`{"<version>/<Kind>": openAPIV3Schema}` from the package data, shared subtrees expanded (as shared objects)."""
     data = json.loads(resources.files(__package__).joinpath(KUEUE_DATA).read_text(encoding="utf-8"))
-    shared: list[Any] = [None] * len(data["shared"])
-
-    def expand(node: Any) -> Any:
-        if isinstance(node, list):
-            return [expand(v) for v in node]
-        if not isinstance(node, dict):
-            return node
-        if "$shared" in node:
-            i = node["$shared"]
-            if shared[i] is None:
-                shared[i] = expand(data["shared"][i])
-            return shared[i]
-        return {k: expand(v) for k, v in node.items()}
-
-    return {name: expand(schema) for name, schema in data["schemas"].items()}
+    return expand_shared(data)
 
 
 def _builtin_schemas() -> dict[str, Any]:
