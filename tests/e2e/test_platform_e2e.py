@@ -94,20 +94,28 @@ def test_jobs_run_on_the_rendered_runtimes_through_the_team_queue_under_the_netw
     assert kubectl("get", "networkpolicy", "mpijob-allow-mpi", "-n", "plat").returncode == 0
     runtime = yaml.safe_load(kubectl("get", "clustertrainingruntime", "mpi-distributed", "-o", "yaml").stdout)
     assert runtime["metadata"]["labels"][names.LABEL_PART_OF] == "mpijob"  # the rendered one, not the server's
-    command = ["mpirun", "bash", "-c", "echo rank=$OMPI_COMM_WORLD_RANK nccl=$NCCL_IB_DISABLE$NCCL_P2P_DISABLE"]
+    # Open MPI numbers a rank in OMPI_COMM_WORLD_RANK, Hydra (MPICH, Intel MPI) in PMI_RANK
+    command = ["mpirun", "bash", "-c",
+               "echo rank=${OMPI_COMM_WORLD_RANK:-$PMI_RANK} nccl=$NCCL_IB_DISABLE$NCCL_P2P_DISABLE"]
+    jobs = {"plat-cpu": "mpi-distributed", "plat-nccl": "mpi-distributed-nccl-safe",
+            "plat-ompi5": "openmpi5-distributed", "plat-mpich": "mpich-distributed",
+            "plat-intel": "intel-mpi-distributed"}
     with https_client(info.kubeconfig) as c:
-        for name, rt in (("plat-cpu", "mpi-distributed"), ("plat-nccl", "mpi-distributed-nccl-safe")):
+        for name, rt in jobs.items():
             create(c, {"apiVersion": names.TRAINER_API_VERSION, "kind": "TrainJob",
                        "metadata": {"name": name, "labels": {names.LABEL_QUEUE_NAME: "default"}},
                        "spec": {"runtimeRef": {"name": rt}, "trainer": {"numNodes": 2, "command": command}}},
                    namespace="plat")
-        for name in ("plat-cpu", "plat-nccl"):
+        for name in jobs:
             job = wait_finished(c, name, namespace="plat", timeout=180)
-            assert condition(job, names.COMPLETE) is not None, job.get("status")
+            assert condition(job, names.COMPLETE) is not None, (name, job.get("status"))
         wl = c.get(f"/apis/{names.KUEUE_API_VERSION}/namespaces/plat/workloads").json()["items"]
         assert {w["status"]["admission"]["clusterQueue"] for w in wl} == {"plat"}  # the team's rendered queue
-    cpu, nccl = _logs(info, "plat-cpu", "plat"), _logs(info, "plat-nccl", "plat")
-    assert "rank=0 nccl=" in cpu and "rank=1 nccl=" in cpu and "nccl=11" not in cpu
+    logs = {name: _logs(info, name, "plat") for name in jobs}
+    for name in ("plat-cpu", "plat-ompi5", "plat-mpich", "plat-intel"):  # each MPI's runtime runs both ranks
+        assert "rank=0 nccl=" in logs[name] and "rank=1 nccl=" in logs[name], (name, logs[name])
+        assert "nccl=11" not in logs[name]
+    nccl = logs["plat-nccl"]
     assert "rank=0 nccl=11" in nccl and "rank=1 nccl=11" in nccl  # the remote rank too: mpirun forwarded them
 
 
