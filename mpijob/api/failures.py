@@ -214,7 +214,10 @@ _PUBLICKEY = re.compile(r"(?:\S+@)?(\S+?): Permission denied \(publickey")
 _UNRESOLVABLE = re.compile(r"ssh: Could not resolve hostname (\S+?): (.+)")
 _REFUSED = re.compile(r"ssh: connect to host (\S+) port (\d+): Connection refused")
 _SLOTS = re.compile(r"not enough slots available in the system to satisfy the (\d+)\s+slots")
-_NO_EXECUTABLE = re.compile(r"unable to find the specified executable|could not access or execute an executable")
+_NO_EXECUTABLE = re.compile(r"unable to find the specified executable|could not access\s+or execute an executable")
+# Hydra's (MPICH, Intel MPI) proxy on a host failing to start a rank: `[proxy:0:1@host] ... execvp error on file X (...)`
+_HYDRA_EXECVP = re.compile(r"\[proxy:[\d:]+@([^\]\s]+)\].*?execvp error on file (\S+) \((No such file or directory|"
+                           r"Permission denied)\)")
 _EXECUTABLE = re.compile(r"Executable:\s*(\S+)")
 _NODE = re.compile(r"Node:\s*(\S+)")
 _FIRST_RANK = re.compile(r"first reported for process\s+rank (\d+)")
@@ -270,6 +273,11 @@ def _slots(facts: Facts, text: str) -> Failure | None:
 
 
 def _executable(facts: Facts, text: str) -> Failure | None:
+    if hydra := _HYDRA_EXECVP.search(text):
+        pod = _by_host(facts, hydra.group(1))
+        return Failure(names.FAILURE_COMMAND_NOT_FOUND, f"mpirun could not start the program {hydra.group(2)!r} on "
+                       f"{_where(pod, hydra.group(1))} ({hydra.group(3)})", _NOT_FOUND_FIX, pod.name if pod else None,
+                       None, hydra.group(1))
     if not _NO_EXECUTABLE.search(text):
         return None
     program = m.group(1) if (m := _EXECUTABLE.search(text)) else "the program"

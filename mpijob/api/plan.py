@@ -220,7 +220,8 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
         run_as_user = csc.get("runAsUser", psc.get("runAsUser"))
         run_as_group = csc.get("runAsGroup", psc.get("runAsGroup"))
         depends = any(d.get("name") == names.NODE and d.get("status") == "Ready" for d in rj.get("dependsOn") or [])
-        runs_sshd = bool(command) and posixpath.basename(command[0]) == "sshd"
+        argv = command or args  # with no command, an image's entrypoint runs the args (MPI Operator's Intel images)
+        runs_sshd = bool(argv) and posixpath.basename(argv[0]) == "sshd"
         in_hostfile = (not is_launcher) or launcher_as_node
         replicas = rj.get("replicas", 1)
 

@@ -88,6 +88,25 @@ def test_command_not_found_three_ways() -> None:
     assert by_launcher.reason == names.FAILURE_COMMAND_NOT_FOUND and "mpirn" in by_launcher.summary
 
 
+def test_a_program_no_host_has_as_open_mpi_and_hydra_say_it() -> None:
+    # Open MPI 4.1 wraps its box's sentence across two lines; Hydra (MPICH, Intel MPI) names the proxy's host
+    by_open_mpi = classify(facts("mpirun was unable to launch the specified application as it could not access",
+                                 "or execute an executable:", "", "Executable: /home/mpiuser/pi",
+                                 "Node: j-node-0-0.j", "", "while attempting to start process rank 0.",
+                                 "2 total processes failed to start"))
+    assert (by_open_mpi.reason, by_open_mpi.pod) == (names.FAILURE_COMMAND_NOT_FOUND, NODE.name)
+    assert "'/home/mpiuser/pi'" in by_open_mpi.summary
+    for line in ("[proxy:0:1@j-node-0-1.j] [1] HYD_spawn (../../hydra_spawn.c:177): [1] execvp error on file "
+                 "/home/mpiuser/pi (No such file or directory)",  # Intel MPI
+                 "[proxy:1@j-node-0-1.j] HYDU_create_process (/mpich-5.0.2/src/pm/hydra/lib/utils/launch.c:73): "
+                 "[1] execvp error on file /home/mpiuser/pi (No such file or directory)"):  # MPICH
+        by_hydra = classify(facts(line, "[mpiexec@j-launcher-0-0] wait_proxies_to_terminate: downstream from host "
+                                        "j-node-0-0.j exited with status 255"))
+        assert (by_hydra.reason, by_hydra.pod, by_hydra.host) == (names.FAILURE_COMMAND_NOT_FOUND, NODE1.name,
+                                                                  "j-node-0-1.j")
+        assert "'/home/mpiuser/pi'" in by_hydra.summary and "No such file or directory" in by_hydra.summary
+
+
 def test_not_enough_slots_counts_them() -> None:
     found = classify(facts("There are not enough slots available in the system to satisfy the 50",
                            "slots that were requested by the application:"))
