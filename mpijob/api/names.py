@@ -467,3 +467,48 @@ LABEL_GPU_MEMORY = "nvidia.com/gpu.memory"
 DATASET_INITIALIZER = "dataset-initializer"
 MODEL_INITIALIZER = "model-initializer"
 TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"  # what a cordoned node's pods must tolerate
+
+# -- Stored SecurityContextConstraints in pod admission (api/scc_stored.py; docs/security.md "Tenant UIDs") --
+# The strategy types of an SCC: runAsUser takes all four, seLinuxContext, fsGroup and supplementalGroups the
+# first and the last
+SCC_MUST_RUN_AS = "MustRunAs"
+SCC_MUST_RUN_AS_RANGE = "MustRunAsRange"
+SCC_MUST_RUN_AS_NON_ROOT = "MustRunAsNonRoot"
+SCC_RUN_AS_ANY = "RunAsAny"
+
+# -- Volumes and PersistentVolumeClaims (api/volumes.py, controllers/claims.py; docs/volumes.md) ---------
+PVC_KIND = "PersistentVolumeClaim"
+# What kube's PVC protection controller keeps on a claim a pod may still use, so deleting it waits
+PVC_PROTECTION_FINALIZER = "kubernetes.io/pvc-protection"
+# What kube's PV controller writes on a claim it bound, and the provisioner it asked for the volume
+ANNOTATION_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+ANNOTATION_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+ANNOTATION_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
+LOCAL_PROVISIONER = "mpijob.io/local-path"  # the local cluster's provisioner: a directory under $MPIJOB_HOME
+LOCAL_STORAGE_CLASS = "local-path"  # the class name a claim may give to ask for it by name
+REASON_PROVISIONING_SUCCEEDED = "ProvisioningSucceeded"  # the provisioner's Event on a claim it bound
+REASON_FAILED_MOUNT = "FailedMount"  # the kubelet's Event on a pod whose volume it could not set up
+CLAIM_BOUND, CLAIM_PENDING = "Bound", "Pending"  # a claim's status.phase
+READ_WRITE_ONCE = "ReadWriteOnce"
+READ_ONLY_MANY = "ReadOnlyMany"
+READ_WRITE_MANY = "ReadWriteMany"
+READ_WRITE_ONCE_POD = "ReadWriteOncePod"
+# hostPath volume types, checked as the kubelet checks them ("" checks nothing)
+HOST_PATH_DIRECTORY_OR_CREATE = "DirectoryOrCreate"
+HOST_PATH_DIRECTORY = "Directory"
+HOST_PATH_FILE_OR_CREATE = "FileOrCreate"
+HOST_PATH_FILE = "File"
+HOST_PATH_SOCKET = "Socket"
+HOST_PATH_CHAR_DEVICE = "CharDevice"
+HOST_PATH_BLOCK_DEVICE = "BlockDevice"
+MEDIUM_MEMORY = "Memory"  # an emptyDir on a tmpfs
+
+
+def volume_name(claim_uid: str) -> str:
+    """The PersistentVolume a claim is bound to, named as kube's dynamic provisioning names it."""
+    return f"pvc-{claim_uid}"
+
+# -- MPIJobs through Kueue (api/kueue/owners.py, controllers/kueue/integrations.py; docs/migration.md) ------
+KUEUE_CREATED_WORKLOAD = "CreatedWorkload"  # Kueue's job reconciler's Event when it makes a job's Workload
+MPIJOB_SUCCEEDED_CONDITION = "Succeeded"  # MPI Operator's condition type of a job that succeeded
+MPIJOB_SUSPENDED_MESSAGE, MPIJOB_RESUMED_MESSAGE = "MPIJob suspended", "MPIJob resumed"  # MPI Operator's words

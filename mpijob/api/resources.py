@@ -51,6 +51,9 @@ CONFIGMAPS = Resource("", "v1", "configmaps", "configmap", "ConfigMap", True, ("
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True, ("sa",))
 RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", True, ("quota",), ("status",))
 LIMIT_RANGES = Resource("", "v1", "limitranges", "limitrange", "LimitRange", True, ("limits",))
+# Claims, bound to directories of this machine by the local provisioner (`mpijob.controllers.claims`)
+PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "persistentvolumeclaim", names.PVC_KIND,
+                                    True, ("pvc",), ("status",))
 # The machine, registered by the local kubelet (`controllers/kubelet/node.py`) as a kubelet registers its Node
 NODES = Resource("", "v1", "nodes", "node", "Node", False, ("no",), ("status",))
 TRAINJOBS = Resource(names.TRAINER_GROUP, names.TRAINER_VERSION, "trainjobs", "trainjob", "TrainJob", True, (), ("status",))
@@ -76,8 +79,8 @@ NETWORK_POLICIES = Resource(names.NETWORKING_GROUP, names.NETWORKING_VERSION, "n
 MPIJOBS = Resource(names.MPI_OPERATOR_GROUP, names.MPI_OPERATOR_VERSION, "mpijobs", "mpijob", names.MPIJOB_KIND, True,
                    (), ("status",))
 
-# OpenShift's SecurityContextConstraints: stored and served for platform bundles; pods are admitted with the
-# built-in SCCs of `mpijob.api.scc` (its schema and checks: `mpijob.api.scc_crd`).
+# OpenShift's SecurityContextConstraints: stored and served for platform bundles; pods are admitted with them
+# beside the built-in SCCs (`mpijob.api.scc`, `mpijob.api.scc_stored`; schema and checks: `mpijob.api.scc_crd`).
 SECURITY_CONTEXT_CONSTRAINTS = Resource(names.SECURITY_GROUP, names.SECURITY_VERSION, "securitycontextconstraints",
                                         "securitycontextconstraints", "SecurityContextConstraints", False, ("scc",))
 
@@ -112,6 +115,7 @@ ALL: tuple[Resource, ...] = (
     SERVICE_ACCOUNTS,
     RESOURCE_QUOTAS,
     LIMIT_RANGES,
+    PERSISTENT_VOLUME_CLAIMS,
     NODES,
     TRAINJOBS,
     TRAINING_RUNTIMES,

@@ -16,8 +16,9 @@ and the first that accepts it decides its ids:
 
 The last two are usable by whoever RBAC lets `use` them (verb `use` on `securitycontextconstraints` in
 `security.openshift.io`, resourceNames the SCC, as the ClusterRoles `system:openshift:scc:<name>`
-grant), the requesting user or the pod's ServiceAccount. A pod no SCC accepts is refused with OpenShift's
-words.
+grant), the requesting user or the pod's ServiceAccount. SCCs stored through the API join them in
+OpenShift's order, priority first (`candidates`; what a stored one decides: `api/scc_stored.py`). A pod
+no SCC accepts is refused with OpenShift's words.
 
 Where the local cluster decides what OpenShift leaves to the image: a pod that sets no runAsUser runs
 as its namespace's first UID whichever SCC admits it (there is no image `USER` here, and nobody runs
@@ -29,10 +30,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from mpijob.api import Obj, names, rbac
+from mpijob.api import Obj, names, rbac, scc_stored
 from mpijob.api.errors import ApiError
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.api.render import service_account_name
@@ -45,6 +46,19 @@ RESTRICTED_V2, NONROOT_V2, ANYUID = "restricted-v2", "nonroot-v2", "anyuid"
 PREFERENCE = (RESTRICTED_V2, NONROOT_V2, ANYUID)
 GRANTED = (NONROOT_V2, ANYUID)  # restricted-v2 is everyone's; these need RBAC's `use`
 USE = "use"
+# The built-ins in the fields that place an SCC in admission's order (`scc_stored.points`), as OpenShift
+# defines them. None has a priority here (OpenShift gives anyuid 10): the most restrictive comes first.
+_VOLUMES = ["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"]
+BUILT_IN: dict[str, Obj] = {
+    RESTRICTED_V2: {"volumes": _VOLUMES, "allowedCapabilities": ["NET_BIND_SERVICE"],
+                    "requiredDropCapabilities": ["ALL"], "runAsUser": {"type": names.SCC_MUST_RUN_AS_RANGE},
+                    "seLinuxContext": {"type": names.SCC_MUST_RUN_AS}},
+    NONROOT_V2: {"volumes": _VOLUMES, "allowedCapabilities": ["NET_BIND_SERVICE"], "requiredDropCapabilities": ["ALL"],
+                 "runAsUser": {"type": names.SCC_MUST_RUN_AS_NON_ROOT},
+                 "seLinuxContext": {"type": names.SCC_MUST_RUN_AS}},
+    ANYUID: {"volumes": _VOLUMES, "requiredDropCapabilities": ["MKNOD"], "runAsUser": {"type": names.SCC_RUN_AS_ANY},
+             "seLinuxContext": {"type": names.SCC_MUST_RUN_AS}},
+}
 _RANGE = re.compile(r"[0-9]{1,10}/[0-9]{1,10}")
 
 
@@ -181,44 +195,73 @@ def _try(scc: str, pod: PodPlan, ranges: Ranges) -> Identity | list[str]:
     return errors or Identity(scc, uid, gid, fs_group)
 
 
-def decide(pod: PodPlan, ranges: Ranges, usable: Collection[str]) -> Identity | Refusal:
-    """The ids of the first SCC (in `PREFERENCE`) the pod may use and that accepts it; else a Refusal
-    holding every SCC's objection. `usable` names the granted SCCs (`GRANTED`) the pod may use."""
+def _try_stored(scc: Obj, pod: PodPlan, ranges: Ranges) -> Identity | list[str]:
+    name = scc["metadata"]["name"]
+    found = scc_stored.ids(scc, pod, ranges, f"provider {name}: .containers[{_container_index(pod.pod_spec)}]")
+    return found if isinstance(found, list) else Identity(name, *found)
+
+
+def _stored_name(scc: Obj) -> str:
+    return str((scc.get("metadata") or {}).get("name") or "")
+
+
+def candidates(stored: Iterable[Obj] = ()) -> list[tuple[str, Obj | None]]:
+    """Every SCC admission tries, in OpenShift's order (priority, restrictiveness, name): the name, and the
+    stored SCC or None for a built-in. A stored SCC named as a built-in is not one of them: the built-in
+    is (`scc_crd.warnings` says so when it is written)."""
+    tried: list[tuple[str, Obj | None, Obj]] = [(name, None, BUILT_IN[name]) for name in PREFERENCE]
+    tried += [(_stored_name(o), o, o) for o in stored if _stored_name(o) not in BUILT_IN]
+    return [(name, obj) for name, obj, shape in sorted(tried, key=lambda t: scc_stored.order_key(t[0], t[2]))]
+
+
+def decide(pod: PodPlan, ranges: Ranges, usable: Collection[str], stored: Sequence[Obj] = ()) -> Identity | Refusal:
+    """The ids of the first SCC (of `candidates`) the pod may use and that accepts it; else a Refusal
+    holding every SCC's objection. `usable` names the SCCs besides `restricted-v2` the pod may use."""
     errors: list[str] = []
-    for scc in PREFERENCE:
+    for scc, obj in candidates(stored):
         if scc != RESTRICTED_V2 and scc not in usable:
             errors.append(f'provider "{scc}": Forbidden: not usable by user or serviceaccount')
             continue
-        found = _try(scc, pod, ranges)
+        found = _try(scc, pod, ranges) if obj is None else _try_stored(obj, pod, ranges)
         if isinstance(found, Identity):
             return found
         errors += found
     return Refusal(tuple(errors))
 
 
-def usable(authorizer: rbac.Authorizer, subjects: Iterable[rbac.User], namespace: str) -> frozenset[str]:
-    """The granted SCCs any of `subjects` may `use` in `namespace` (OpenShift asks for the requesting user
-    and for the pod's ServiceAccount)."""
+def usable(authorizer: rbac.Authorizer, subjects: Iterable[rbac.User], namespace: str,
+           stored: Sequence[Obj] = ()) -> frozenset[str]:
+    """The SCCs besides `restricted-v2` any of `subjects` may use in `namespace` (OpenShift asks for the
+    requesting user and for the pod's ServiceAccount): RBAC's `use` of it, or, for a stored SCC, its own
+    `users` and `groups` naming them."""
     people = list(subjects)
-    return frozenset(scc for scc in GRANTED if any(authorizer.authorize(rbac.Attributes(
-        user, USE, True, api_group=names.SECURITY_GROUP, resource=names.SCC_RESOURCE, namespace=namespace,
-        name=scc)).allowed for user in people))
+
+    def allowed(scc: str) -> bool:
+        return any(authorizer.authorize(rbac.Attributes(
+            user, USE, True, api_group=names.SECURITY_GROUP, resource=names.SCC_RESOURCE, namespace=namespace,
+            name=scc)).allowed for user in people)
+
+    mine = {o for o in GRANTED if allowed(o)}
+    mine |= {_stored_name(o) for o in stored if _stored_name(o) not in BUILT_IN and (
+        any(scc_stored.names_subject(o, user) for user in people) or allowed(_stored_name(o)))}
+    return frozenset(mine)
 
 
 # -- a whole job ----------------------------------------------------------------------------------
 
 
 def admit(plan: RunPlan, ranges: Ranges | None, usable_by: Callable[[PodPlan], Collection[str]],
-          requester: str) -> RunPlan:
+          requester: str, stored: Sequence[Obj] = ()) -> RunPlan:
     """The plan with every pod's ids decided, as OpenShift writes them into a pod it admits; a 403 naming
     the TrainJob, the first pod no SCC accepts (launcher or node) and the fix otherwise. `usable_by`
-    gives the granted SCCs a pod may use; `requester` (who asked for the job) is named in the fix."""
+    gives the SCCs a pod may use (`usable`); `requester` (who asked for the job) is named in the fix;
+    `stored` are the SCCs stored through the API."""
     if ranges is None:
         raise _forbidden(plan, f'namespace "{plan.namespace}" has no UID range yet '
                                f"({names.ANNOTATION_UID_RANGE}); the server gives one to every namespace at start")
     pods = []
     for pod in plan.pods:
-        found = decide(pod, ranges, usable_by(pod))
+        found = decide(pod, ranges, usable_by(pod), stored)
         if isinstance(found, Refusal):
             raise _forbidden(plan, f"{found.message(pod.hostname)}; {_fix(plan, pod, requester)}")
         pods.append(dataclasses.replace(pod, run_as_user=found.run_as_user, run_as_group=found.run_as_group,

@@ -8,8 +8,9 @@ the top level (no `spec`). Writes are checked as kube-apiserver checks a custom 
 `fieldValidation=Strict`: types, enums and required fields, an unknown field refused.
 
 The local cluster stores and serves SCCs so a platform bundle applies unchanged (`mpijob platform
-render`), but its admission decides pods' UIDs with its built-in `restricted-v2`, `nonroot-v2` and
-`anyuid` only (`api/scc.py`): every write of an SCC is answered with a `Warning` saying so.
+render`), and its admission of pods tries them beside its built-in `restricted-v2`, `nonroot-v2` and
+`anyuid` (`api/scc.py`, `api/scc_stored.py`). Beyond the schema, a write is checked as OpenShift's
+validation checks it: every strategy has a type, and ids and ranges are whole.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from mpijob.api.errors import Cause
 from mpijob.api.schema import _causes, strip_nulls
 
 KIND = "SecurityContextConstraints"
-NOT_ADMITTED = ("SecurityContextConstraints are stored and served, but the local cluster admits pods with its "
-                "built-in SCCs (restricted-v2, nonroot-v2, anyuid: docs/security.md); this one decides nothing here")
+_MUST, _ANY = names.SCC_MUST_RUN_AS, names.SCC_RUN_AS_ANY
+_USER_STRATEGIES = (_MUST, names.SCC_MUST_RUN_AS_NON_ROOT, names.SCC_MUST_RUN_AS_RANGE, _ANY)
+# each strategy field, with the types OpenShift accepts for it
+STRATEGIES = {"runAsUser": _USER_STRATEGIES, "seLinuxContext": (_MUST, _ANY), "fsGroup": (_MUST, _ANY),
+              "supplementalGroups": (_MUST, _ANY)}
 
 VOLUME_TYPES = ("*", "awsElasticBlockStore", "azureDisk", "azureFile", "cephFS", "cinder", "configMap", "csi",
                 "downwardAPI", "emptyDir", "ephemeral", "fc", "flexVolume", "flocker", "gcePersistentDisk", "gitRepo",
@@ -83,16 +87,15 @@ def schema() -> dict[str, Any]:
                                           properties={"driver": _s("string", "The driver's name.")})),
         "allowedUnsafeSysctls": _strings("Unsafe sysctls pods may set; '*' for all."),
         "forbiddenSysctls": _strings("Sysctls pods may not set."),
-        "fsGroup": _strategy("The fsGroup of pods.", ("MustRunAs", "RunAsAny"),
+        "fsGroup": _strategy("The fsGroup of pods.", STRATEGIES["fsGroup"],
                              ranges=_id_ranges("The allowed groups; empty: the namespace's.")),
-        "supplementalGroups": _strategy("The supplemental groups of pods.", ("MustRunAs", "RunAsAny"),
+        "supplementalGroups": _strategy("The supplemental groups of pods.", STRATEGIES["supplementalGroups"],
                                         ranges=_id_ranges("The allowed groups; empty: the namespace's.")),
-        "runAsUser": _strategy("The UID of containers.", ("MustRunAs", "MustRunAsNonRoot", "MustRunAsRange",
-                                                           "RunAsAny"),
+        "runAsUser": _strategy("The UID of containers.", STRATEGIES["runAsUser"],
                                uid=_s("integer", "The UID of MustRunAs.", format="int64"),
                                uidRangeMin=_s("integer", "The first UID of MustRunAsRange.", format="int64"),
                                uidRangeMax=_s("integer", "The last UID of MustRunAsRange.", format="int64")),
-        "seLinuxContext": _strategy("The SELinux context of containers.", ("MustRunAs", "RunAsAny"),
+        "seLinuxContext": _strategy("The SELinux context of containers.", STRATEGIES["seLinuxContext"],
                                     seLinuxOptions=_s("object", "The SELinux labels of MustRunAs.", properties={
                                         k: _s("string", f"The SELinux {k}.") for k in ("level", "role", "type",
                                                                                         "user")})),
@@ -140,15 +143,42 @@ def causes(obj: dict) -> list[Cause]:
         out.extend(_causes(err))
     if out:
         return sorted(out, key=lambda c: c.field)
+    for field, types in STRATEGIES.items():  # OpenShift refuses a strategy without a type: admission needs one
+        if not (obj.get(field) or {}).get("type"):
+            out.append(Cause(f"{field}.type", f"Required value: one of {', '.join(types)}", "FieldValueRequired"))
     run_as = obj.get("runAsUser") or {}
-    if run_as.get("type") == "MustRunAs" and run_as.get("uid") is None:
+    if run_as.get("type") == _MUST and run_as.get("uid") is None:
         out.append(Cause("runAsUser.uid", "Required value: MustRunAs needs the UID; set uid or use MustRunAsRange",
                          "FieldValueRequired"))
     low, high = run_as.get("uidRangeMin"), run_as.get("uidRangeMax")
+    if (low is None) != (high is None):
+        missing = "uidRangeMax" if high is None else "uidRangeMin"
+        out.append(Cause(f"runAsUser.{missing}", "Required value: set both uidRangeMin and uidRangeMax, or neither "
+                                                 "for the namespace's range", "FieldValueRequired"))
     if low is not None and high is not None and low > high:
         out.append(Cause("runAsUser.uidRangeMax", f"Invalid value: {high}: must not be below uidRangeMin ({low})"))
+    for field in ("fsGroup", "supplementalGroups"):
+        for i, span in enumerate((obj.get(field) or {}).get("ranges") or ()):
+            where = f"{field}.ranges[{i}]"
+            if span.get("min") is None or span.get("max") is None:
+                out.append(Cause(where, "Required value: a range needs min and max", "FieldValueRequired"))
+            elif span["min"] > span["max"]:
+                low, high = span["min"], span["max"]
+                out.append(Cause(f"{where}.max", f"Invalid value: {high}: must not be below min ({low})"))
     for cap in obj.get("defaultAddCapabilities") or ():
         if cap in set(obj.get("requiredDropCapabilities") or ()):
             out.append(Cause("defaultAddCapabilities", f"Invalid value: {cap!r}: capability is also required to be "
                                                        "dropped; remove it from one of the two lists"))
     return out
+
+
+def warnings(obj: dict) -> list[str]:
+    """What a write of an SCC is warned about: a name the local cluster's built-in SCCs hold, whose
+    admission keeps using its own (`api/scc.py`)."""
+    from mpijob.api.scc import BUILT_IN
+
+    name = (obj.get("metadata") or {}).get("name")
+    if name not in BUILT_IN:
+        return []
+    return [f'{KIND} "{name}" is built in on the local cluster: admission uses its own {name} (docs/security.md, '
+            f'"Tenant UIDs"), not this object; give yours another name']

@@ -25,11 +25,26 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from mpijob.api import volumes
 from mpijob.api.errors import Cause
-from mpijob.api.names import CONTAINER, LAUNCHER, MANAGED_BY_MPI_OPERATOR, MPIJOB_KIND, NODE
+from mpijob.api.names import (
+    CONTAINER,
+    LABEL_PRIORITY_CLASS,
+    LABEL_QUEUE_NAME,
+    LAUNCHER,
+    LOCAL_STORAGE_CLASS,
+    MANAGED_BY_MPI_OPERATOR,
+    MEDIUM_MEMORY,
+    MPIJOB_KIND,
+    NODE,
+    PVC_KIND,
+)
 
 HONOURED, WARNED, REFUSED = "honoured", "warned", "refused"
-VOLUMES_LATER = "volumes are not mounted by the local cluster yet; keep data on this machine's files (README: Files)"
+UNMOUNTABLE = ("this type of volume is not provided by the local cluster, which mounts persistentVolumeClaim, hostPath, "
+               "emptyDir, configMap, secret, downwardAPI and projected volumes; for NFS or another share, mount it on "
+               "this machine and use a hostPath volume to it (docs/volumes.md)")
+_RESOURCE_FIELDS = "resource fields are not written into downwardAPI volumes by the local cluster; use fieldRef"
 
 
 @dataclass(frozen=True)
@@ -118,7 +133,21 @@ RUNTIME: dict[str, Rule] = {
     f"{_POD}.securityContext.fsGroup": _h(),
     f"{_POD}.serviceAccountName": _h(),
     f"{_POD}.automountServiceAccountToken": _h(),
-    f"{_POD}.volumes": _r(VOLUMES_LATER),
+    # Volumes (api/volumes.py, docs/volumes.md): the types the local cluster mounts are honoured, any other refused
+    f"{_POD}.volumes[]": _r(UNMOUNTABLE),
+    **{f"{_POD}.volumes[].{field}": _h() for field in ("name", *volumes.SOURCES)},
+    f"{_POD}.volumes[].emptyDir.medium": _r("the local cluster provides an emptyDir on this machine's disk or, with "
+                                            f"medium {MEDIUM_MEMORY}, on a tmpfs; remove medium or set it to "
+                                            f"{MEDIUM_MEMORY}", honoured=("", MEDIUM_MEMORY)),
+    f"{_POD}.volumes[].downwardAPI.items[].resourceFieldRef": _r(_RESOURCE_FIELDS),
+    f"{_POD}.volumes[].projected.sources[].downwardAPI.items[].resourceFieldRef": _r(_RESOURCE_FIELDS),
+    f"{_POD}.volumes[].projected.sources[].serviceAccountToken": _r(
+        "ServiceAccount tokens are projected by the local cluster only at kube's own path; read "
+        "/var/run/secrets/kubernetes.io/serviceaccount/token"),
+    f"{_POD}.volumes[].projected.sources[].clusterTrustBundle": _r("the local cluster serves no ClusterTrustBundles; "
+                                                                    "put the certificates in a ConfigMap"),
+    f"{_POD}.volumes[].projected.sources[].podCertificate": _r("pod certificates are not issued by the local cluster; "
+                                                                "put the certificate in a Secret"),
     f"{_POD}.initContainers": _r(f"init containers are {_NOT_RUN} yet"),
     f"{_POD}.ephemeralContainers": _r(f"ephemeral containers are {_NOT_RUN}"),
     f"{_POD}.activeDeadlineSeconds": _r("use the TrainJob's spec.activeDeadlineSeconds"),
@@ -139,8 +168,14 @@ RUNTIME: dict[str, Rule] = {
     f"{_CTR}.securityContext.runAsUser": _h(),
     f"{_CTR}.securityContext.runAsGroup": _h(),
     f"{_CTR}.image": TRAINJOB["spec.trainer.image"],
-    f"{_CTR}.volumeMounts": _r(VOLUMES_LATER),
-    f"{_CTR}.volumeDevices": _r(VOLUMES_LATER),
+    f"{_CTR}.volumeMounts": _h(),
+    f"{_CTR}.volumeMounts[].mountPropagation": _r("mounts do not propagate between a pod and this machine on the local "
+                                                  "cluster; remove mountPropagation", honoured=("None",)),
+    f"{_CTR}.volumeMounts[].subPathExpr": _r("subPathExpr is not expanded by the local cluster; use subPath"),
+    f"{_CTR}.volumeMounts[].recursiveReadOnly": _r("a readOnly mount is read-only, not recursively so, on the local "
+                                                   "cluster; remove recursiveReadOnly", honoured=("Disabled",)),
+    f"{_CTR}.volumeDevices": _r("raw block devices are not given to pods by the local cluster; mount a filesystem "
+                                "volume with volumeMounts"),
     f"{_CTR}.lifecycle": _r(f"lifecycle hooks are {_NOT_RUN} yet"),
 }
 
@@ -249,7 +284,8 @@ WORKLOAD: dict[str, Rule] = {
 # runtime's are, since that is where they go; the map of replica specs is walked as `*`.
 
 _MPI_TEMPLATE = "spec.mpiReplicaSpecs.*.template"
-_UNQUEUED = "MPIJobs run unqueued on the local cluster; convert it to a TrainJob (mpijob convert) to queue it"
+_UNQUEUED = (f"the job is queued by Kueue as it is: choose its LocalQueue with the label {LABEL_QUEUE_NAME} and its "
+             f"priority with {LABEL_PRIORITY_CLASS} (a WorkloadPriorityClass)")
 _NO_RESTARTS = "pods are not restarted by the local cluster: the first failure ends the job"
 
 MPIJOB: dict[str, Rule] = {
@@ -262,8 +298,7 @@ MPIJOB: dict[str, Rule] = {
     "spec.mpiReplicaSpecs": _h(),
     "spec.mpiReplicaSpecs.*.replicas": _h(),
     "spec.mpiReplicaSpecs.*.restartPolicy": _w(f"{_NO_RESTARTS}; remove restartPolicy"),
-    "spec.runPolicy.suspend": _r("suspending an MPIJob is not done by the local cluster; convert it to a "
-                                 "TrainJob (mpijob convert), whose spec.suspend is", honoured=(False,)),
+    "spec.runPolicy.suspend": _h(),  # its Workload inactive, its pods stopped, as MPI Operator and Kueue do
     "spec.runPolicy.managedBy": _r("the local cluster runs only the MPIJobs MPI Operator itself would; remove "
                                    "managedBy", honoured=(MANAGED_BY_MPI_OPERATOR,)),
     "spec.runPolicy.cleanPodPolicy": _w("when the launcher ends, the local cluster stops the workers and keeps "
@@ -280,11 +315,33 @@ MPIJOB: dict[str, Rule] = {
 }
 _MPI_REPLICAS = re.compile(r"^spec\.mpiReplicaSpecs\.[^.]+")
 
+# --- PersistentVolumeClaim (core/v1): bound to a directory of this machine (controllers/claims.py) ----------
+
+_NO_PVS = "the local cluster serves no PersistentVolumes: its provisioner binds every claim to a directory of its own"
+_NOT_COPIED = "claims are not cloned or restored from snapshots by the local cluster; copy the data in with a job and "
+
+PERSISTENT_VOLUME_CLAIM: dict[str, Rule] = {
+    **_META,
+    "spec.accessModes": _h(),
+    "spec.resources": _w("recorded as the claim's capacity, not enforced: a local volume is a directory of this "
+                         "machine's disk"),
+    "spec.storageClassName": _h(),  # every class is bound locally; one the local cluster does not name is warned
+    "spec.volumeName": _h(),  # the provisioner writes it; a claim created with one is refused (api/volumes.py)
+    "spec.volumeMode": _r("block volumes are not provided by the local cluster; remove volumeMode or set it to "
+                          f"{volumes.FILESYSTEM}", honoured=(volumes.FILESYSTEM,)),
+    "spec.selector": _r(f"{_NO_PVS}; remove selector"),
+    "spec.dataSource": _r(f"{_NOT_COPIED}remove dataSource"),
+    "spec.dataSourceRef": _r(f"{_NOT_COPIED}remove dataSourceRef"),
+    "spec.volumeAttributesClassName": _r("volume attributes classes are not served by the local cluster; remove "
+                                         "volumeAttributesClassName"),
+}
+
 RULES: dict[str, dict[str, Rule]] = {"TrainJob": TRAINJOB, "TrainingRuntime": RUNTIME,
                                      "ClusterTrainingRuntime": RUNTIME, "ResourceFlavor": RESOURCE_FLAVOR,
                                      "ClusterQueue": CLUSTER_QUEUE, "LocalQueue": LOCAL_QUEUE,
                                      "WorkloadPriorityClass": WORKLOAD_PRIORITY_CLASS, "Cohort": COHORT,
-                                     "Workload": WORKLOAD, MPIJOB_KIND: MPIJOB}
+                                     "Workload": WORKLOAD, MPIJOB_KIND: MPIJOB,
+                                     PVC_KIND: PERSISTENT_VOLUME_CLAIM}
 
 
 def desired_changed(obj: dict[str, Any], old: dict[str, Any] | None) -> bool:
@@ -337,7 +394,8 @@ def check(kind: str, obj: dict[str, Any]) -> Findings:
             found.causes.append(Cause(at, f"Forbidden: {rule.why}", "FieldValueForbidden"))
         else:
             found.warnings.append(f"{at}: {rule.why}")
-    found.warnings += _unrun_steps(kind, obj)
+    found.warnings += _unrun_steps(kind, obj) + _claim_class(kind, obj)
+    found.causes += _volume_causes(kind, obj)
     found.causes += _unrun_containers(kind, obj) + _uncounted_containers(kind, obj) + _mpijob_sidecars(kind, obj)
     return found
 
@@ -420,3 +478,42 @@ def _mpijob_sidecars(kind: str, obj: dict[str, Any]) -> list[Cause]:
                       "would not: remove it", "FieldValueForbidden")
                 for k, c in enumerate(pod.get("containers") or []) if k > 0]
     return out
+
+
+def _claim_class(kind: str, obj: dict[str, Any]) -> list[str]:
+    """A claim naming a StorageClass the local cluster does not have is bound locally all the same: said."""
+    name = (obj.get("spec") or {}).get("storageClassName") if kind == PVC_KIND else None
+    if not name or name == LOCAL_STORAGE_CLASS:
+        return []
+    return [f'spec.storageClassName: "{name}" is not a StorageClass of the local cluster: the claim is bound to a '
+            f'directory of this machine, as its "{LOCAL_STORAGE_CLASS}" class binds one']
+
+
+def _dig(obj: Any, *path: str) -> Any:
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def _pod_templates(kind: str, obj: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], bool]]:
+    """`(path, pod spec, whole)` of each pod template an object holds; a runtime patch's is not whole (its
+    mounts may name the runtime's volumes)."""
+    rjob_pod = ("template", "spec", "template", "spec")
+    if kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
+        for i, rj in enumerate(_replicated_jobs(kind, obj)):
+            yield f"spec.template.spec.replicatedJobs[{i}].template.spec.template.spec", _dig(rj, *rjob_pod), True
+    elif kind == "TrainJob":
+        for k, patch in enumerate(_dig(obj, "spec", "runtimePatches") or []):
+            rjobs = _dig(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs") or []
+            for i, rj in enumerate(rjobs):
+                yield (f"spec.runtimePatches[{k}].trainingRuntimeSpec.template.spec.replicatedJobs[{i}].template.spec"
+                       ".template.spec", _dig(rj, *rjob_pod), False)
+    elif kind == MPIJOB_KIND:
+        for replica, spec in (_dig(obj, "spec", "mpiReplicaSpecs") or {}).items():
+            yield f"spec.mpiReplicaSpecs.{replica}.template.spec", _dig(spec, "template", "spec"), True
+
+
+def _volume_causes(kind: str, obj: dict[str, Any]) -> list[Cause]:
+    """Each pod template's volumes and mounts, as kube-apiserver checks a pod's (`api/volumes.py`)."""
+    return [cause for where, spec, whole in _pod_templates(kind, obj) if isinstance(spec, dict)
+            for cause in volumes.pod_causes(spec, where, whole)]

@@ -14,6 +14,7 @@ from mpijob.api import Obj, names
 from mpijob.api.durations import age
 from mpijob.api.resources import Resource
 from mpijob.api.selectors import format_label_selector
+from mpijob.api.volumes import access_modes_shown
 
 Column = tuple[str, str, str, int, Callable[[Obj, datetime], Any]]  # name, type, format, priority, cell
 
@@ -216,6 +217,39 @@ def _pod_selector(o: Obj, _: datetime) -> str:
     selector = (o.get("spec") or {}).get("podSelector") or {}
     return format_label_selector(selector) or "<none>"
 
+
+def _claim_status(o: Obj, _: datetime) -> str:
+    """kubectl's STATUS of a claim: its phase, `Terminating` once deleted."""
+    if (o.get("metadata") or {}).get("deletionTimestamp"):
+        return "Terminating"
+    return (o.get("status") or {}).get("phase") or ""
+
+
+def _claim_bound(cell: Callable[[Obj], str]) -> Callable[[Obj, datetime], str]:
+    """A cell kubectl fills only once the claim names its volume (CAPACITY, ACCESS MODES)."""
+    return lambda o, _: cell(o) if (o.get("spec") or {}).get("volumeName") else ""
+
+
+def _claim_class(o: Obj, _: datetime) -> str:
+    return (o.get("spec") or {}).get("storageClassName") or ""
+
+
+def _unset(*path: str) -> Callable[[Obj, datetime], str]:
+    inner = _field(*path)
+    return lambda o, now: inner(o, now) or "<unset>"
+
+
+# kubernetes pkg/printers/internalversion/printers.go, printPersistentVolumeClaim
+COLUMNS["persistentvolumeclaims"] = [
+    NAME, ("Status", "string", "", 0, _claim_status), ("Volume", "string", "", 0, _field("spec", "volumeName")),
+    ("Capacity", "string", "", 0, _claim_bound(lambda o: str(((o.get("status") or {}).get("capacity") or {})
+                                                              .get("storage", "")))),
+    ("Access Modes", "string", "", 0, _claim_bound(lambda o: access_modes_shown((o.get("status") or {})
+                                                                                .get("accessModes") or []))),
+    ("StorageClass", "string", "", 0, _claim_class),
+    ("VolumeAttributesClass", "string", "", 0, _unset("spec", "volumeAttributesClassName")), AGE,
+    ("VolumeMode", "string", "", 1, _unset("spec", "volumeMode")),
+]
 
 COLUMNS["networkpolicies"] = [NAME, ("Pod-Selector", "string", "", 0, _pod_selector), AGE]
 

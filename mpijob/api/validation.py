@@ -18,7 +18,7 @@ import copy
 import re
 from typing import Any
 
-from mpijob.api import kueue, names, netpol, patches, runtimes, scc_crd, schema, support, trainjob
+from mpijob.api import kueue, names, netpol, patches, runtimes, scc_crd, schema, support, trainjob, volumes
 from mpijob.api.errors import ApiError, Cause, bad_request, invalid
 from mpijob.api.labels import is_label_value, is_qualified_name
 from mpijob.api.mpioperator import admission as mpijob_admission
@@ -177,6 +177,9 @@ def _core_causes(res: Resource, obj: dict, old: dict | None) -> list[Cause]:
         return _pod_causes(obj)
     if res.kind == "NetworkPolicy":
         return netpol.causes(obj)
+    if res.kind == names.PVC_KIND:
+        causes = volumes.claim_causes(obj, old)  # defaults `obj`: the rules read the stored form
+        return causes + (support.check(res.kind, obj).causes if support.desired_changed(obj, old) else [])
     if res.kind in ("RoleBinding", "ClusterRoleBinding") and old is not None and obj.get("roleRef") != old.get("roleRef"):
         return [Cause("roleRef", f"Invalid value: {show(obj.get('roleRef'))}: cannot change roleRef; delete the "
                                  "binding and create a new one")]  # kube's rule: a binding names one role for life

@@ -16,7 +16,7 @@ from mpijob.cli import output
 from mpijob.cli.flags import parse_duration
 from mpijob.cli.session import ContextOpt, KubeconfigOpt, NamespaceOpt, connect, handles_errors
 
-COLUMNS = ["NAME", "USER", "STATE", "REASON", "NODES", "GPUS", "WAIT", "RUN", "CPU-HOURS", "GPU-HOURS", "AGE"]
+COLUMNS = ["NAME", "KIND", "USER", "STATE", "REASON", "NODES", "GPUS", "WAIT", "RUN", "CPU-HOURS", "GPU-HOURS", "AGE"]
 WIDE = ["RUNTIME", "PROCS", "SUBMITTED", "STARTED", "FINISHED", "PEAK-MEMORY", "UID"]
 DEFAULT_LIMIT = 100
 
@@ -47,12 +47,13 @@ def row(record: Obj, wide: bool, all_namespaces: bool, now: datetime | None = No
     from mpijob.api.durations import age
 
     meta = record.get("metadata") or {}
-    cells = [str(meta.get("name", "")), str(record.get("requester") or "<unknown>"), str(record.get("state", "")),
+    cells = [str(meta.get("name", "")), str(record.get("jobKind") or "TrainJob"),
+             str(record.get("requester") or "<unknown>"), str(record.get("state", "")),
              str(record.get("failure") or record.get("reason") or "-"), str(record.get("nodes", "")),
              str(record.get("gpus", "")), _seconds(record.get("waitSeconds")), _seconds(record.get("runSeconds")),
              _hours(record.get("cpuHours")), _hours(record.get("gpuHours")), age(record.get("submitted"), now)]
     if wide:
-        cells += [str(record.get("runtime", "")), str(record.get("procsPerNode", "")),
+        cells += [str(record.get("runtime") or "-"), str(record.get("procsPerNode", "")),
                   *(str(record.get(k) or "-") for k in ("submitted", "started", "finished")),
                   _memory(record.get("memoryPeakBytes")), str(meta.get("uid", ""))]
     return ([str(meta.get("namespace", ""))] if all_namespaces else []) + cells
@@ -74,7 +75,7 @@ def history(
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
 ) -> None:
-    """Show every job that ran, also after it was deleted: who ran it, how big, how long it waited and ran,
+    """Show every job that ran (TrainJobs and MPIJobs), also after it was deleted: who ran it, how big, how long it waited and ran,
     how it ended and why, its CPU-hours, GPU-hours and peak memory (like Slurm's sacct).
 
     Oldest first, the newest --limit of them. WAIT is submission to start, RUN the time its pods ran

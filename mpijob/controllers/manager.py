@@ -14,11 +14,14 @@ import logging
 
 from mpijob.api import Obj, names
 from mpijob.api.errors import ApiError
+from mpijob.api.kueue import owners
 from mpijob.api.quantity import parse_quantity
 from mpijob.api.resources import MPIJOBS, TRAINJOBS
 from mpijob.controllers import conditions as cond
+from mpijob.controllers.claims import Claims
 from mpijob.controllers.kubelet import capacity, gc, network, node, pods
 from mpijob.controllers.kubelet.sandbox import NAMESPACE, check_mode, detect_mode
+from mpijob.controllers.kueue.integrations import Integration, Integrations
 from mpijob.controllers.kueue.queueing import Queueing
 from mpijob.controllers.metrics import Metrics
 from mpijob.controllers.metrics.gpus import Nvml
@@ -50,12 +53,16 @@ class Manager:
             gpus=int(parse_quantity(self.capacity.get(capacity.GPU, "0"))), kick=lambda: self.queueing.kick(),
             on_finish=self.metrics.jobs.finished,
         )
-        self.queueing = Queueing(store, self.trainjobs.evict, self.metrics.kueue)
-        self.mpijobs = MPIJobController(self.trainjobs)  # MPI Operator's MPIJobs, run as-is (unqueued)
+        self.mpijobs = MPIJobController(self.trainjobs)  # MPI Operator's MPIJobs, run as they are
+        self.integrations = Integrations(  # the kinds of job Kueue manages, and how each is started and stopped
+            Integration(owners.TRAINJOB, self._reconcile, self.trainjobs.evict, self.trainjobs.runners.__contains__),
+            Integration(owners.MPIJOB, self._reconcile_mpijob, self.mpijobs.evict, self.mpijobs.runners.__contains__))
+        self.queueing = Queueing(store, self.integrations.evict, self.metrics.kueue)
         self.node = node.node_name()  # the machine, as the Node its kubelet registers
         self.sampler = Sampler(self._running_pods, interval_from_env())  # what pods and the machine use
         self.metrics.observe_usage(self.sampler, self.node, self.capacity)
         self.quotas = QuotaStatus(store)  # ResourceQuota status: Used and Hard (docs/security.md)
+        self.claims = Claims(store, home)  # PersistentVolumeClaims bound to directories (docs/volumes.md)
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -67,6 +74,7 @@ class Manager:
         node.register(self.store, self.node, self.capacity)
         self._recover()
         self.mpijobs.recover()
+        self.claims.recover()
         self.trainjobs.accounting.recover(self.store)
         gc.sweep_orphans(self.store, self.logs, self.home)
         self.sampler.nvml = Nvml.open()
@@ -136,11 +144,19 @@ class Manager:
             if kind == "DELETED":
                 uid = obj["metadata"]["uid"]
                 await self.mpijobs.stop(uid, Stop.deleted())
+                self.mpijobs.accounting.deleted(obj)  # its record stays in the history
                 gc.cascade(self.store, self.logs, uid)
                 gc.remove_tree(self.mpijobs.files(obj).root)
             else:
                 self._reconcile_mpijob(obj)
+        elif obj.get("kind") == names.PVC_KIND:
+            if kind == "DELETED":
+                self.claims.deleted(obj)
+            else:
+                self.claims.reconcile(obj)
+            self._node_changed()  # the jobs waiting for a claim look again
         elif obj.get("kind") == "Pod":
+            self.claims.pod_changed(obj)  # a claim deleted while in use may go once its pods are done
             if kind == "DELETED":
                 self._pod_deleted(obj)
             elif owner_uid(obj):
@@ -151,22 +167,21 @@ class Manager:
             self.queueing.kick()
             if kind != "DELETED":
                 self.queueing.workload_changed(obj)
-            owner = gc.owner_uid(obj)
-            if kind != "DELETED" and owner and cond.is_true(obj, names.ADMITTED) and owner not in self.trainjobs.runners:
-                for ref in obj["metadata"].get("ownerReferences") or []:
-                    tj = self.store.try_get(TRAINJOBS, obj["metadata"]["namespace"], ref["name"])
-                    if tj is not None and tj["metadata"]["uid"] == owner:
-                        self._reconcile(tj)
+            if kind != "DELETED" and cond.is_true(obj, names.ADMITTED):
+                self.integrations.admitted(self.store, obj)  # its job, of whichever kind, starts
         elif obj.get("kind") in QUEUE_KINDS:
             self.queueing.kick()
         elif obj.get("kind") == "Node" and kind != "DELETED":
             self._node_changed()
 
     def _node_changed(self) -> None:
-        """A label, taint or cordon changed: the admitted jobs whose pods wait for a Node look again."""
+        """A label, taint or cordon changed (or a claim): the admitted jobs whose pods wait for a Node look again."""
         for tj in self.store.list(TRAINJOBS)[0]:
             if not cond.finished(tj) and tj["metadata"]["uid"] not in self.trainjobs.runners:
                 self._reconcile(tj)
+        for job in self.store.list(MPIJOBS)[0]:
+            if not mpijob_status.finished(job) and job["metadata"]["uid"] not in self.mpijobs.runners:
+                self._reconcile_mpijob(job)
 
     def _reconcile(self, tj: Obj) -> None:
         try:
@@ -193,9 +208,10 @@ class Manager:
                                                      f"the local cluster could not start the job: {e}"))
 
     def _running_pods(self) -> list[RunningPod]:
-        """What the sampler reads: every pod of a running job that has a cgroup, with its GPUs."""
+        """What the sampler reads: every pod of a running job (TrainJob or MPIJob) that has a cgroup, with its GPUs."""
         return [RunningPod(runner.plan.namespace, pod, cgroup, tuple(runner.gpus.get(pod, ())))
-                for runner, _ in list(self.trainjobs.runners.values())
+                for runners in (self.trainjobs.runners, self.mpijobs.runners)
+                for runner, _ in list(runners.values())
                 for pod, cgroup in list(runner.cgroups.items())]
 
     def _pod_deleted(self, pod: Obj) -> None:

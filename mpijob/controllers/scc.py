@@ -1,10 +1,11 @@
 """OpenShift's SCC admission of a job's pods, over the store: the namespace's ranges from its annotations,
-who may use which SCC from RBAC; the decision itself is `mpijob.api.scc`.
+the SCCs stored through the API beside the built-in ones, who may use which SCC from RBAC (and a stored
+SCC's own users and groups); the decision itself is `mpijob.api.scc`.
 
-It is asked twice, because a runtime can change between the two: by the API server when a TrainJob is
-created, for the requesting user (a refusal is the create's 403, and nothing is stored), and by the
-Trainer controller when it starts the job's pods, for the job's creator (a refusal fails the job, and no
-pod is created). Either way the pod's ServiceAccount may also hold the grant, as on OpenShift.
+It is asked twice, because a runtime (or an SCC) can change between the two: by the API server when a
+TrainJob is created, for the requesting user (a refusal is the create's 403, and nothing is stored), and
+by the Trainer controller when it starts the job's pods, for the job's creator (a refusal fails the job,
+and no pod is created). Either way the pod's ServiceAccount may also hold the grant, as on OpenShift.
 """
 
 from __future__ import annotations
@@ -12,22 +13,24 @@ from __future__ import annotations
 from mpijob.api import rbac, scc
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.api.render import service_account_name
-from mpijob.api.resources import NAMESPACES
+from mpijob.api.resources import NAMESPACES, SECURITY_CONTEXT_CONSTRAINTS
 from mpijob.store.authorizer import enabled, index
 from mpijob.store.objects import Store
 
 
 def admit(store: Store, plan: RunPlan, requester: rbac.User | None) -> RunPlan:
     """The plan with the ids each pod runs as, or the 403 of `scc.admit`. With authorization off
-    (AlwaysAllow) every SCC is usable, and the most restrictive that accepts a pod still wins."""
+    (AlwaysAllow) every SCC is usable, and the first in OpenShift's order that accepts a pod still wins."""
     ranges = scc.Ranges.of(store.try_get(NAMESPACES, "", plan.namespace))
+    stored = store.list(SECURITY_CONTEXT_CONSTRAINTS, None)[0]
     name = requester.name if requester else ""
     if not enabled():
-        return scc.admit(plan, ranges, lambda pod: scc.GRANTED, name)
+        everything = frozenset(scc.GRANTED) | {o["metadata"]["name"] for o in stored}
+        return scc.admit(plan, ranges, lambda pod: everything, name, stored)
     authorizer = index(store).authorizer()
 
     def usable_by(pod: PodPlan) -> frozenset[str]:
         account = rbac.service_account_user(plan.namespace, service_account_name(pod.pod_spec))
-        return scc.usable(authorizer, [*([requester] if requester else []), account], plan.namespace)
+        return scc.usable(authorizer, [*([requester] if requester else []), account], plan.namespace, stored)
 
-    return scc.admit(plan, ranges, usable_by, name)
+    return scc.admit(plan, ranges, usable_by, name, stored)

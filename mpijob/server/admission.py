@@ -70,9 +70,11 @@ def check_name(obj: Obj, url_name: str | None = None) -> str:
     return name if isinstance(name, str) else ""
 
 
-def check_references(store: Store, res: Resource, obj: dict[str, Any], user: rbac.User) -> None:
-    """A new TrainJob must name a runtime that exists and that the local cluster can run (422), whose pods
-    `user` may run (403) and that fits its namespace's quota and its ClusterQueue (403)."""
+def check_references(store: Store, res: Resource, obj: dict[str, Any], user: rbac.User,
+                     sandbox_mode: str = "") -> None:
+    """A new TrainJob must name a runtime that exists and that the local cluster can run in its sandbox
+    (`sandbox_mode`, the controllers') (422), whose pods `user` may run (403) and that fits its namespace's
+    quota and its ClusterQueue (403)."""
     if res is not TRAINJOBS:
         return
     ref = obj.get("spec", {}).get("runtimeRef", {})
@@ -84,7 +86,8 @@ def check_references(store: Store, res: Resource, obj: dict[str, Any], user: rba
     available = [] if runtime else [r["metadata"]["name"] for r in store.list(kind, ns or None)[0]]
     check_runtime_ref(obj, runtime, available)
     assert runtime is not None
-    check_mpi_install(obj, runtime)
+    check_mpi_install(obj, runtime, sandbox_mode)
+    check_volumes(obj, runtime, sandbox_mode)
     if causes := patches.runtime_causes(obj, runtime):  # Trainer's webhook, with the runtime in hand
         raise invalid(res.kind, obj["metadata"].get("name", ""), causes, res.group)
     check_security(store, obj, runtime, user)
@@ -92,17 +95,40 @@ def check_references(store: Store, res: Resource, obj: dict[str, Any], user: rba
     check_fits(store, obj, runtime)
 
 
-def check_mpi_install(trainjob: dict[str, Any], runtime: dict[str, Any]) -> None:
-    """Refuse (422) a TrainJob whose runtime's MPI implementation has no install on this machine
-    (`mpijob.controllers.kubelet.mpi_installs`), rather than let its mpirun fail once it runs."""
+def check_mpi_install(trainjob: dict[str, Any], runtime: dict[str, Any], sandbox_mode: str = "") -> None:
+    """Refuse (422) a TrainJob whose runtime's MPI implementation has no install on this machine, or cannot
+    run in the controllers' sandbox (`mpijob.controllers.kubelet.mpi_installs`), rather than let its mpirun
+    fail once it runs."""
     from mpijob.api import mpi_impl
     from mpijob.api.errors import Cause, invalid
     from mpijob.controllers.kubelet import mpi_installs
+    from mpijob.controllers.kubelet.sandbox import PROCESS
 
-    if why := mpi_installs.missing(mpi_impl.of_runtime(runtime)):
+    impl = mpi_impl.of_runtime(runtime)
+    why = mpi_installs.missing(impl) or mpi_installs.sandbox_refusal(impl, process_sandbox=sandbox_mode == PROCESS)
+    if why:
         ref = trainjob.get("spec", {}).get("runtimeRef", {}).get("name", "")
         raise invalid("TrainJob", trainjob["metadata"].get("name", ""),
                       [Cause("spec.runtimeRef.name", f'Invalid value: "{ref}": {why}')], names.TRAINER_GROUP)
+
+
+def check_volumes(trainjob: dict[str, Any], runtime: dict[str, Any], sandbox_mode: str) -> None:
+    """Refuse (422) a TrainJob whose pods ask for volumes when the controllers run the process sandbox, which
+    cannot mount them (docs/volumes.md), naming where they come from: its runtime, or its patches."""
+    from mpijob.api import volumes
+    from mpijob.api.errors import Cause
+    from mpijob.api.plan import resolve
+    from mpijob.controllers.kubelet.sandbox import PROCESS
+
+    if sandbox_mode != PROCESS or not any(volumes.has_volumes(p.pod_spec)
+                                          for p in resolve(_candidate(trainjob), runtime).pods):
+        return
+    unpatched = {**trainjob, "spec": {k: v for k, v in trainjob.get("spec", {}).items() if k != "runtimePatches"}}
+    own = any(volumes.has_volumes(p.pod_spec) for p in resolve(_candidate(unpatched), runtime).pods)
+    ref = trainjob.get("spec", {}).get("runtimeRef", {}).get("name", "")
+    where, said = ("spec.runtimeRef.name", f'Invalid value: "{ref}": ') if own else (patches.FIELD, "Forbidden: ")
+    raise invalid("TrainJob", trainjob["metadata"].get("name", ""), [Cause(where, said + volumes.PROCESS_SANDBOX)],
+                  names.TRAINER_GROUP)
 
 
 def _candidate(trainjob: dict[str, Any]) -> dict[str, Any]:
@@ -151,9 +177,9 @@ def check_quota(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any])
 def check_fits(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any]) -> None:
     """Refuse (403, "exceeded quota") a job its ClusterQueue could never admit, before anything exists."""
     from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, workload
+    from mpijob.api.kueue.fit import never_fits  # the scheduler's own answer; then the store reads
     from mpijob.api.names import LABEL_QUEUE_NAME as QUEUE_LABEL
     from mpijob.api.plan import resolve
-    from mpijob.controllers.kueue.scheduler import never_fits  # the scheduler's answer, and the store reads:
     from mpijob.controllers.kueue.workloads import build_snapshot, local_queue_map, render_workload
 
     candidate = _candidate(trainjob)
@@ -193,9 +219,9 @@ def warnings(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None, san
     if not desired_changed(obj, old):
         return []
     if res.group == names.SECURITY_GROUP:
-        from mpijob.api.scc_crd import NOT_ADMITTED
+        from mpijob.api import scc_crd
 
-        return [NOT_ADMITTED]
+        return scc_crd.warnings(obj)
     if res is NETWORK_POLICIES:
         from mpijob.api import netpol
         from mpijob.controllers.kubelet.network import SERVICE_IP, SERVICE_PORT

@@ -1,4 +1,4 @@
-"""The job history: a record of every TrainJob, kept after the job is deleted and across restarts.
+"""The job history: a record of every TrainJob and MPIJob, kept after the job is deleted and across restarts.
 
 Slurm keeps `sacct`'s accounting in a database of its own, apart from the live queue; so does this:
 `$MPIJOB_HOME/history.db` (`Home.history`), SQLite in WAL mode beside the object store. The Trainer
@@ -30,6 +30,7 @@ from mpijob.api import names
 
 MAX_RECORDS_ENV, MAX_AGE_ENV = "MPIJOB_HISTORY_MAX_RECORDS", "MPIJOB_HISTORY_MAX_AGE_DAYS"
 MAX_RECORDS, MAX_AGE_DAYS = 100_000, 365.0
+TRAINJOB_KIND = "TrainJob"  # the kind of every record kept before MPIJobs were recorded
 DAY = 86400.0
 
 _SCHEMA = """
@@ -38,7 +39,8 @@ CREATE TABLE IF NOT EXISTS jobs (
   runtime TEXT NOT NULL, nodes INTEGER NOT NULL, procs_per_node INTEGER NOT NULL, gpus INTEGER NOT NULL,
   submitted REAL NOT NULL, admitted REAL, started REAL, finished REAL,
   state TEXT NOT NULL, reason TEXT NOT NULL, failure TEXT NOT NULL, message TEXT NOT NULL,
-  run_seconds REAL NOT NULL, running_since REAL, cpu_seconds REAL, memory_peak INTEGER
+  run_seconds REAL NOT NULL, running_since REAL, cpu_seconds REAL, memory_peak INTEGER,
+  kind TEXT NOT NULL DEFAULT 'TrainJob'
 );
 CREATE INDEX IF NOT EXISTS jobs_by_submitted ON jobs (submitted);
 CREATE INDEX IF NOT EXISTS jobs_by_namespace ON jobs (namespace, submitted);
@@ -69,6 +71,7 @@ class JobRecord:
     running_since: float | None = None  # the start of the run under way
     cpu_seconds: float | None = None  # of every pod of every run, from their cgroups; None: not accounted
     memory_peak: int | None = None  # bytes, the most one pod held
+    kind: str = TRAINJOB_KIND  # of the job: TrainJob, or MPIJob (names.MPIJOB_KIND)
 
     def wait(self, now: float) -> float:
         """Seconds from submission to its first start (or to now, or to its end, when it never started)."""
@@ -100,9 +103,16 @@ class History:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        self._add_kind()
         self._lock = threading.Lock()
         self._known: set[str] = set()  # uids recorded by this process: `submitted` skips them
         self.prune()
+
+    def _add_kind(self) -> None:
+        """A history written before jobs had kinds gets the column; its records were all TrainJobs."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        if "kind" not in columns:
+            self._db.execute(f"ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT '{TRAINJOB_KIND}'")
 
     def close(self) -> None:
         self._db.close()
@@ -145,16 +155,16 @@ class History:
         self._known.discard(uid)
         self.prune(at)
 
-    def deleted(self, uid: str, at: float) -> None:
+    def deleted(self, uid: str, at: float, kind: str = "") -> None:
         """Deleted before it ended (a finished job keeps its outcome)."""
-        self.finished(uid, at, names.RECORD_DELETED, names.REASON_DELETED, "", "the TrainJob was deleted")
+        self.finished(uid, at, names.RECORD_DELETED, names.REASON_DELETED, "", f"the {kind or 'job'} was deleted")
 
     def deleted_unless(self, live: set[str], at: float) -> None:
         """Jobs recorded as unfinished that are gone from the cluster (its object store replaced, say)."""
-        rows = self._db.execute("SELECT uid FROM jobs WHERE finished IS NULL").fetchall()
-        for (uid,) in rows:
+        rows = self._db.execute("SELECT uid, kind FROM jobs WHERE finished IS NULL").fetchall()
+        for uid, kind in rows:
             if uid not in live:
-                self.deleted(uid, at)
+                self.deleted(uid, at, kind)
 
     def prune(self, now: float | None = None) -> int:
         """Drop finished records past the retention (module doc); how many went."""

@@ -56,6 +56,12 @@ class Home:
         return self.jobs / f"{namespace}_{name}_{uid[:8]}"
 
     @property
+    def volumes(self) -> Path:
+        """PersistentVolumeClaims' data: `volumes/pvc-<claim uid>`, kept while the claim exists
+        (`mpijob.controllers.claims`)."""
+        return self.root / "volumes"
+
+    @property
     def tls(self) -> Path:
         return self.root / "tls"
 

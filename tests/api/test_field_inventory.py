@@ -37,6 +37,8 @@ JOB = "spec.template.spec.replicatedJobs[].template"
 POD = f"{JOB}.spec.template.spec"
 CTR = f"{POD}.containers[]"
 E2E = "e2e/test_trainjob_fields.py"
+VOL = "e2e/test_volumes.py"
+VOL_FILES = "test_config_map_secret_downward_api_and_projected_files_have_their_contents_and_modes"
 
 # Each honoured rule and the test that shows the local cluster doing what upstream does with it.
 PROOF = {
@@ -83,6 +85,16 @@ PROOF = {
         f"{CTR}.ports": "api/test_render.py::test_node_pod",
         f"{CTR}.securityContext.runAsUser": "api/test_plan.py::test_security_context_container_beats_pod",
         f"{CTR}.securityContext.runAsGroup": "e2e/test_launcher_as_node.py::test_every_rank_runs_as_the_job_user_with_env_and_home",
+        f"{POD}.volumes[].name": f"{VOL}::test_every_rank_writes_into_a_shared_claim_and_the_launcher_reads_them",
+        f"{POD}.volumes[].persistentVolumeClaim":
+            f"{VOL}::test_every_rank_writes_into_a_shared_claim_and_the_launcher_reads_them",
+        f"{POD}.volumes[].hostPath": f"{VOL}::test_a_host_path_reaches_the_machines_directory_and_its_type_is_checked",
+        f"{POD}.volumes[].emptyDir": f"{VOL}::test_empty_dirs_are_each_pods_own_and_a_memory_one_is_a_sized_tmpfs",
+        f"{POD}.volumes[].configMap": f"{VOL}::{VOL_FILES}",
+        f"{POD}.volumes[].secret": f"{VOL}::{VOL_FILES}",
+        f"{POD}.volumes[].downwardAPI": f"{VOL}::{VOL_FILES}",
+        f"{POD}.volumes[].projected": f"{VOL}::{VOL_FILES}",
+        f"{CTR}.volumeMounts": f"{VOL}::test_a_read_only_mount_refuses_writes_and_a_sub_path_shows_part_of_the_claim",
     },
 }
 
@@ -161,7 +173,13 @@ SAMPLE: dict[str, dict[str, Any]] = {
         POD: {"priorityClassName": "high"},
         f"{POD}.schedulingGates": [{"name": "example.com/gate"}],
         f"{POD}.imagePullSecrets": [{"name": "registry"}],
-        f"{POD}.volumes": [{"name": "data", "emptyDir": {}}],
+        f"{POD}.volumes[]": {"name": "share", "nfs": {"server": "nas.example.com", "path": "/exports/data"}},
+        f"{POD}.volumes[].emptyDir.medium": "HugePages",
+        f"{POD}.volumes[].downwardAPI.items[].resourceFieldRef": {"resource": "limits.cpu"},
+        f"{POD}.volumes[].projected.sources[].downwardAPI.items[].resourceFieldRef": {"resource": "limits.memory"},
+        f"{POD}.volumes[].projected.sources[].serviceAccountToken": {"path": "token", "audience": "vault"},
+        f"{POD}.volumes[].projected.sources[].clusterTrustBundle": {"path": "ca.pem", "name": "corp-ca"},
+        f"{POD}.volumes[].projected.sources[].podCertificate": {"signerName": "example.com/s", "keyType": "ED25519"},
         f"{POD}.initContainers": [{"name": "fetch", "image": "busybox"}],
         f"{POD}.ephemeralContainers": [{"name": "debug", "image": "busybox"}],
         f"{POD}.activeDeadlineSeconds": 600,
@@ -171,7 +189,9 @@ SAMPLE: dict[str, dict[str, Any]] = {
         f"{CTR}.envFrom": [{"configMapRef": {"name": "settings"}}],
         f"{CTR}.image": "busybox",
         f"{CTR}.readinessProbe": {"tcpSocket": {"port": 2222}},
-        f"{CTR}.volumeMounts": [{"name": "data", "mountPath": "/data"}],
+        f"{CTR}.volumeMounts[].mountPropagation": "HostToContainer",
+        f"{CTR}.volumeMounts[].subPathExpr": "$(POD_NAME)",
+        f"{CTR}.volumeMounts[].recursiveReadOnly": "Enabled",
         f"{CTR}.volumeDevices": [{"name": "disk", "devicePath": "/dev/xvda"}],
         f"{CTR}.lifecycle": {"preStop": {"exec": {"command": ["true"]}}},
     },
@@ -218,6 +238,10 @@ def _base(kind: str) -> dict[str, Any]:
     return runtime
 
 
+_ITEM = {"env": {"name": "A"}, "volumes": {"name": "A"}, "volumeMounts": {"name": "A", "mountPath": "/a"},
+         "items": {"path": "a"}}
+
+
 def _put(obj: dict[str, Any], path: str, value: Any) -> str:
     """Set `path` (rule form) in `obj` to `value`; the concrete path set (`a[1].b`)."""
     node: Any = obj
@@ -235,8 +259,8 @@ def _put(obj: dict[str, Any], path: str, value: Any) -> str:
             break
         if is_list:
             items = node.setdefault(name, [])
-            if not items:
-                items.append({"name": "A"} if name == "env" else {})
+            if not items:  # an item with its required fields, so the sample alone is judged
+                items.append(copy.deepcopy(_ITEM.get(name, {})))
             index = len(items) - 1  # the launcher's replicatedJob in the bundled runtime
             concrete.append(f"{name}[{index}]")
             if last:

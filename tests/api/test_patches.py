@@ -143,9 +143,10 @@ def test_time_is_stamped_and_kept_while_the_entry_is_unchanged():
 
 
 @pytest.mark.parametrize("pod,field,words", [
-    ({"volumes": [{"name": "d", "emptyDir": {}}]}, f"spec.runtimePatches[0].{POD}.volumes", support.VOLUMES_LATER),
-    ({"containers": [{"name": "node", "volumeMounts": [{"name": "d", "mountPath": "/d"}]}]},
-     f"spec.runtimePatches[0].{POD}.containers[0].volumeMounts", support.VOLUMES_LATER),
+    ({"volumes": [{"name": "d", "csi": {"driver": "x.example.com"}}]}, f"spec.runtimePatches[0].{POD}.volumes[0]",
+     support.UNMOUNTABLE),
+    ({"containers": [{"name": "node", "volumeMounts": [{"name": "d", "mountPath": "/d", "subPathExpr": "$(X)"}]}]},
+     f"spec.runtimePatches[0].{POD}.containers[0].volumeMounts[0].subPathExpr", "use subPath"),
     ({"initContainers": [{"name": "fetch"}]}, f"spec.runtimePatches[0].{POD}.initContainers", "init containers"),
     ({"schedulingGates": [{"name": "example.com/gate"}]}, f"spec.runtimePatches[0].{POD}.schedulingGates",
      "scheduling gates"),

@@ -40,25 +40,26 @@ def test_the_nearest_rule_covers_a_field() -> None:
 
 def test_refused_trainjob_fields_are_422_naming_the_field() -> None:
     volumes = {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {
-        "volumes": [{"name": "d", "emptyDir": {}}]}}}}}]}
+        "volumes": [{"name": "d", "nfs": {"server": "nas", "path": "/export"}}]}}}}}]}
     causes = _causes(TRAINJOBS, _job(runtimePatches=[{"manager": "example.com/me", "trainingRuntimeSpec": {
                                          "template": {"spec": volumes}}}],
                                      initializer={"dataset": {"storageUri": "hf://x"}},
                                      trainer={"env": [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}]}))
     patched = "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
-    assert set(causes) == {f"{patched}.volumes", "spec.initializer", "spec.trainer.env[0].valueFrom"}, causes
+    assert set(causes) == {f"{patched}.volumes[0]", "spec.initializer", "spec.trainer.env[0].valueFrom"}, causes
     assert all(m.startswith("Forbidden: ") and "local cluster" in m for m in causes.values())
 
 
-def test_volumes_in_a_runtime_are_refused_with_the_fix() -> None:
+def test_volumes_the_local_cluster_cannot_mount_are_refused_with_the_fix() -> None:
     rt = _runtime()
     pod = rt["spec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
-    pod["volumes"] = [{"name": "data", "emptyDir": {}}]
-    pod["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+    pod["volumes"] = [{"name": "data", "emptyDir": {}}, {"name": "nas", "nfs": {"server": "nas", "path": "/x"}}]
+    pod["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data", "mountPropagation": "Bidirectional"}]
     pod["initContainers"] = [{"name": "fetch", "image": "busybox"}]
     causes = _causes(CLUSTER_TRAINING_RUNTIMES, rt)
-    assert set(causes) == {f"{POD}.volumes", f"{POD}.containers[0].volumeMounts", f"{POD}.initContainers"}, causes
-    assert "volumes are not mounted by the local cluster yet" in causes[f"{POD}.volumes"]
+    assert set(causes) == {f"{POD}.volumes[1]", f"{POD}.containers[0].volumeMounts[0].mountPropagation",
+                           f"{POD}.initContainers"}, causes
+    assert "use a hostPath volume" in causes[f"{POD}.volumes[1]"]
 
 
 def test_harmless_fields_are_warned_by_name_and_honoured_ones_are_silent() -> None:

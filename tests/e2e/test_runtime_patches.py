@@ -68,9 +68,10 @@ def test_patched_labels_annotations_placement_and_ids_reach_the_pods(api: httpx.
 
 
 @pytest.mark.parametrize("pod,field,words", [
-    ({"volumes": [{"name": "d", "emptyDir": {}}]}, f"spec.runtimePatches[0].{POD}.volumes", "volumes are not mounted"),
+    ({"volumes": [{"name": "d", "nfs": {"server": "nas", "path": "/x"}}]}, f"spec.runtimePatches[0].{POD}.volumes[0]",
+     "use a hostPath volume"),
     ({"containers": [{"name": "node", "volumeMounts": [{"name": "d", "mountPath": "/d"}]}]},
-     f"spec.runtimePatches[0].{POD}.containers[0].volumeMounts", "volumes are not mounted"),
+     "spec.runtimePatches", 'volumeMounts[0].name: Not found: "d"'),
     ({"initContainers": [{"name": "fetch"}]}, f"spec.runtimePatches[0].{POD}.initContainers", "init containers"),
     ({"containers": [{"name": "node", "env": [{"name": "A", "value": "1"}]}]},
      f"spec.runtimePatches[0].{POD}.containers[0].env", "spec.trainer.env"),

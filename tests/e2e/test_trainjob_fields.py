@@ -172,11 +172,12 @@ def test_kubectl_shows_what_the_local_cluster_refuses_and_what_it_only_warns_abo
     job = trainjob("ee-patched", ["mpirun", "hostname"])
     job["spec"]["runtimePatches"] = [{"manager": "me.example.com/tool", "trainingRuntimeSpec": {"template": {"spec": {
         "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {
-            "volumes": [{"name": "data", "emptyDir": {}}]}}}}}]}}}}]
+            "volumes": [{"name": "data", "iscsi": {"targetPortal": "10.0.0.9:3260", "iqn": "iqn.x", "lun": 0}}]}}}}}]}}}}]
     refused = kubectl("apply", "-f", "-", input=json.dumps(job), check=False)
     assert refused.returncode != 0
     assert ("spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
-            ".volumes: Forbidden: volumes are not mounted by the local cluster yet") in refused.stderr, refused.stderr
+            ".volumes[0]: Forbidden: this type of volume is not provided by the local cluster") in refused.stderr, \
+        refused.stderr
     assert api.get(f"{TRAINER}/namespaces/default/trainjobs/ee-patched").status_code == 404  # nothing created
 
     runtime = copy.deepcopy(bundled()[0])

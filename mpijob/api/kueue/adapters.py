@@ -4,16 +4,16 @@ ClusterQueue and Workload a scheduling cycle reads from the stored objects.
 Pure: no store, no I/O, so the API server (admission's quota check, the visibility API) and the
 controllers share one reading of Kueue's fields. Every TrainJob gets one Workload
 (`trainjob-<name>-<hash>`), with a `launcher` and a `node` pod set whose counts and per-pod requests
-come from the run plan.
+come from the run plan; an MPIJob one of Kueue's name with pod sets `launcher` and `worker` (`owners.py`).
 """
 
 from __future__ import annotations
 
-import hashlib
 from enum import StrEnum
 from typing import TypeVar
 
 from mpijob.api import Obj
+from mpijob.api.kueue import owners
 from mpijob.api.kueue.snapshot import (
     Assignment,
     ClusterQueue,
@@ -34,8 +34,6 @@ from mpijob.api.names import (
     KUEUE_GROUP,
     LABEL_JOB_UID,
     LABEL_QUEUE_NAME,
-    LAUNCHER,
-    NODE,
     QUOTA_RESERVED,
 )
 from mpijob.api.plan import RunPlan
@@ -63,9 +61,9 @@ def _first_container_requests(pod_set: Obj) -> Obj:
 # -- TrainJob → Workload -------------------------------------------------------------------------
 
 
-def workload_name(tj: Obj) -> str:
-    digest = hashlib.sha256(tj["metadata"]["uid"].encode()).hexdigest()[:5]
-    return f"trainjob-{tj['metadata']['name']}-{digest}"
+def workload_name(job: Obj) -> str:
+    """The name of the job's Workload, as its kind's integration names it (`owners.py`)."""
+    return owners.of(job).workload_name(job)
 
 
 def requests(resources: Obj) -> dict[str, str]:
@@ -76,20 +74,21 @@ def requests(resources: Obj) -> dict[str, str]:
 
 
 def workload_object(tj: Obj, plan: RunPlan, owner: Obj | None, priority: int, priority_class: str | None) -> Obj:
-    """The Workload Kueue's job integration would create for `tj`, given its resolved priority."""
-    meta = tj["metadata"]
+    """The Workload Kueue's job integration would create for `tj` (a TrainJob or an MPIJob), given its
+    resolved priority: one pod set per replicated job of its plan, named as its kind's integration names it."""
+    meta, kind = tj["metadata"], owners.of(tj)
     pod_sets = []
-    for rjob in (LAUNCHER, NODE):
+    for rjob, pod_set in kind.pod_sets:
         pods = [p for p in plan.pods if p.rjob == rjob]
         if pods:
             pod_sets.append({
-                "name": rjob,
+                "name": pod_set,
                 "count": len(pods),
                 "template": {"spec": {"containers": [{"name": CONTAINER, "image": pods[0].image,
                                                       "resources": {"requests": requests(pods[0].resources)}}]}},
             })
     spec: Obj = {
-        "active": not tj.get("spec", {}).get("suspend", False),
+        "active": not kind.suspended(tj),
         "queueName": meta.get("labels", {}).get(LABEL_QUEUE_NAME, DEFAULT_LOCAL_QUEUE),
         "priority": priority,
         "podSets": pod_sets,

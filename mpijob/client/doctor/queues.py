@@ -8,8 +8,8 @@ import dataclasses
 from mpijob.api import Obj, names, quota
 from mpijob.api.errors import ApiError
 from mpijob.api.kueue import adapters, conversion
-from mpijob.api.kueue.snapshot import ClusterQueue, Workload
-from mpijob.api.quantity import format_quantity
+from mpijob.api.kueue.fit import never_fits
+from mpijob.api.kueue.snapshot import ClusterQueue, Snapshot, Workload
 from mpijob.api.resources import LIMIT_RANGES, RESOURCE_QUOTAS
 from mpijob.api.selectors import format_label_selector, parse_labels
 from mpijob.client import core
@@ -126,50 +126,15 @@ def _workload(facts: Facts, ranges: list[Obj]) -> Workload:
     return adapters.workload(obj, {(facts.namespace, obj["spec"]["queueName"]): cq})
 
 
-def _available(cq: ClusterQueue, others: list[ClusterQueue] | None, flavor: str, resource: str) -> int | None:
-    """The most of `resource` in `flavor` the ClusterQueue could ever hand out: its nominal quota plus what it may
-    borrow (its borrowingLimit, else what its cohort's other queues lend); None when that cannot be told."""
-    for g in cq.groups:
-        for f in g.flavors:
-            for q in f.resources:
-                if f.name != flavor or q.name != resource:
-                    continue
-                if cq.cohort is None:
-                    return q.nominal
-                if q.borrowing_limit is not None:
-                    return q.nominal + q.borrowing_limit
-                if others is None:
-                    return None
-                lent = sum(o.lending_limit if o.lending_limit is not None else o.nominal
-                           for other in others if other.cohort == cq.cohort and other.name != cq.name
-                           for og in other.groups for of in og.flavors if of.name == flavor
-                           for o in of.resources if o.name == resource)
-                return q.nominal + lent
-    return 0
-
-
-def _never_fits(cq: ClusterQueue, others: list[ClusterQueue] | None, wl: Workload) -> str | None:
-    """Why the ClusterQueue could never admit the workload even empty: a resource it has no quota for, a pod set
-    bigger than any one flavor can give, or a whole job bigger than all its flavors; None when it could."""
-    covered = {r: g for g in cq.groups for r in g.covered}
-    totals = dict(wl.totals)
-    for res in sorted({r for _, per in wl.totals for r, v in per.items() if v > 0}):
-        group = covered.get(res)
-        if group is None:
-            return (f"ClusterQueue {cq.name} has no quota for {res} (it covers {', '.join(sorted(covered)) or 'nothing'})"
-                    f"; remove the {res} request or have {res} added to the ClusterQueue's resourceGroups")
-        most = [_available(cq, others, f.name, res) for f in group.flavors]
-        if any(m is None for m in most):
-            continue
-        known = [m for m in most if m is not None]
-        asked = wl.total(res)
-        biggest = max((totals[ps.name].get(res, 0) for ps in wl.pod_sets), default=0)
-        if asked > sum(known) or biggest > max(known, default=0):
-            limit = sum(known) if asked > sum(known) else max(known, default=0)
-            said = format_quantity(res, asked if asked > sum(known) else biggest)
-            return (f"{res}: the job asks {said}, but ClusterQueue {cq.name} can never provide more than "
-                    f"{format_quantity(res, limit)} (nominal quota plus what it may borrow)")
-    return None
+def cannot_admit(cq: ClusterQueue, others: list[ClusterQueue] | None, wl: Workload) -> str | None:
+    """The scheduler's own answer (`never_fits`) to whether the ClusterQueue could ever admit the job, over a
+    snapshot of what the doctor read: the queue and the others, for what its cohort may lend. None when it
+    could, and when the queue is in a cohort whose other queues could not be read (no answer then)."""
+    if others is None and cq.cohort is not None:
+        return None
+    queues = {q.name: q for q in others or ()}
+    queues[cq.name] = cq
+    return never_fits(Snapshot(queues, frozenset(), ()), wl)
 
 
 def _quota_reads(facts: Facts) -> Op[tuple[list[Obj], list[Obj], str]]:
@@ -209,11 +174,14 @@ def quota_fit(facts: Facts) -> Op[Check]:
                                                  (yield from Kueue().list("clusterqueues"))]
         except (ApiError, Unreachable):
             others = None
-        why = _never_fits(cq, others, _workload(facts, ranges))
-        if why:
+        why = cannot_admit(cq, others, _workload(facts, ranges))
+        if others is None and cq.cohort is not None:
+            unread = unread or f"what cohort {cq.cohort} lends ClusterQueue {cq.name} (its queues could not be read)"
+        elif why:
             return failed("quota", why, f"ask for less in spec.trainer.resourcesPerNode or fewer nodes, or have "
                           f"ClusterQueue {cq.name}'s nominalQuota (or borrowingLimit) raised")
-        notes.append(f"ClusterQueue {cq.name}'s quota")
+        else:
+            notes.append(f"ClusterQueue {cq.name}'s quota")
     if quotas:
         notes.append(f"{len(quotas)} ResourceQuota(s)")
     if busy:

@@ -8,7 +8,8 @@ import signal
 from pathlib import Path
 
 from mpijob.api import Obj
-from mpijob.api.resources import CONFIGMAPS, PODS, SECRETS, TRAINJOBS, WORKLOADS
+from mpijob.api.kueue import owners
+from mpijob.api.resources import CONFIGMAPS, PODS, SECRETS, WORKLOADS
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
@@ -32,13 +33,14 @@ def cascade(store: Store, logs: LogStore, owner_uid: str) -> int:
 
 
 def sweep_orphans(store: Store, logs: LogStore, home: Home) -> None:
-    """After a restart: finish cascades that a dead server did not, and drop their job directories."""
-    jobs, _ = store.list(TRAINJOBS)
+    """After a restart: finish cascades that a dead server did not (of TrainJobs and MPIJobs), and drop
+    their job directories."""
+    jobs = [job for kind in owners.KINDS.values() for job in store.list(kind.resource)[0]]
     live = {j["metadata"]["uid"] for j in jobs}
     for res in OWNED:
         items, _ = store.list(res)
         for obj in items:
-            refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("kind") == "TrainJob"]
+            refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("kind") in owners.KINDS]
             if refs and not any(r.get("uid") in live for r in refs):
                 cascade(store, logs, refs[0]["uid"])
     kept = {home.job_dir(j["metadata"]["namespace"], j["metadata"]["name"], j["metadata"]["uid"]) for j in jobs}
@@ -77,7 +79,6 @@ def kill_leftovers(cluster_id: str) -> int:
 
 
 def owner_uid(obj: Obj) -> str | None:
-    for ref in obj["metadata"].get("ownerReferences") or []:
-        if ref.get("kind") == "TrainJob":
-            return ref.get("uid")
-    return None
+    """The uid of the job (a TrainJob, an MPIJob) that owns `obj`, if one does."""
+    found = owners.owner(obj)
+    return found[1].get("uid") if found else None

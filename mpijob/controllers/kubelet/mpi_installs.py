@@ -45,3 +45,14 @@ def env(impl: Implementation) -> dict[str, str]:
     where = prefix(impl)
     lib = {"LD_LIBRARY_PATH": str(where / "lib")} if where else {}
     return {**lib, **dict(impl.local_env)}
+
+
+def sandbox_refusal(impl: Implementation, *, process_sandbox: bool) -> str:
+    """Why the implementation cannot run in the process sandbox, where the loopback is every pod's only
+    network, in a sentence naming the annotation and the fix; "" when it can, or in the namespace sandbox."""
+    if impl.runs_on_loopback or not process_sandbox:
+        return ""
+    return (f"{names.ANNOTATION_MPI_IMPLEMENTATION}: {impl.name} cannot run in the process sandbox this server "
+            f"uses (it runs unprivileged, or MPIJOB_SANDBOX=process): its runtime will not connect its daemons "
+            f"over the loopback, the only network a pod has there; set the annotation to OpenMPI, MPICH or Intel, "
+            f"or run the server as root so it uses the namespace sandbox (docs/sandbox.md)")

@@ -158,6 +158,8 @@ class JobFiles:
 
     def __init__(self, root: Path, mode: str) -> None:
         self.root, self.mode = root, mode
+        # pod name → the shell lines mounting its volumes in its namespace (`volumes.setup`, namespace mode)
+        self.volume_mounts: dict[str, list[str]] = {}
 
     @property
     def keys(self) -> Path:
@@ -356,6 +358,7 @@ class JobFiles:
             read_only = ("/etc/mpi", names.SERVICE_ACCOUNT_MOUNT_PATH, names.TRAINER_STATUS_MOUNT_PATH)
             flag = "--bind -o ro" if dst in read_only else "--bind"
             script.append(f"mount {flag} {shlex.quote(str(src))} {shlex.quote(dst)}")
+        script += self.volume_mounts.get(pod.name, [])  # the pod's volumes, at their mountPaths (volumes.py)
         script += self._reachable(user)
         script.append(f"hostname {shlex.quote(pod.hostname)}")
         if run_sshd:

@@ -22,10 +22,12 @@ from collections import deque
 
 from mpijob.api import Obj, names, resources
 from mpijob.api.durations import parse_time
+from mpijob.api.kueue import owners
 from mpijob.api.kueue.snapshot import Snapshot, Workload
 from mpijob.api.progress import progress_of
 from mpijob.api.waiting import Waiting
 from mpijob.controllers import conditions as cond
+from mpijob.controllers.kueue.integrations import owner_job
 from mpijob.controllers.kueue.scheduler.ordering import pending_by_queue
 from mpijob.controllers.kueue.scheduler.waiting import MAX_REPLAYED, Timing
 from mpijob.controllers.trainer import deadline
@@ -75,12 +77,10 @@ class History:
 
 
 def _owner(store: Store, wl: Workload) -> tuple[Obj | None, Obj | None]:
-    """(its stored Workload, its TrainJob)."""
+    """(its stored Workload, its job: a TrainJob or an MPIJob)."""
     ns, name = wl.key.split("/", 1)
     obj = store.try_get(resources.WORKLOADS, ns, name)
-    ref = next((r for r in ((obj or {}).get("metadata") or {}).get("ownerReferences") or []
-                if r.get("kind") == "TrainJob"), None)
-    return obj, store.try_get(resources.TRAINJOBS, ns, ref["name"]) if ref else None
+    return obj, owner_job(store, obj) if obj is not None else None
 
 
 def expected_end(tj: Obj, wl: Obj, started: float | None, history: History) -> float | None:
@@ -154,8 +154,9 @@ def said(wl: Obj) -> dict[str, str]:
 
 
 def inactive(tj: Obj | None) -> Waiting:
-    """Why a Workload that is not active (`spec.active: false`) waits: its TrainJob is suspended, or the
-    Workload itself was deactivated."""
-    if tj is not None and (tj.get("spec") or {}).get("suspend"):
-        return Waiting("the TrainJob is suspended (spec.suspend: true); resume it to queue it again")
+    """Why a Workload that is not active (`spec.active: false`) waits: its job (a TrainJob, an MPIJob) is
+    suspended, or the Workload itself was deactivated."""
+    kind = owners.of(tj) if tj is not None else None
+    if tj is not None and kind is not None and kind.suspended(tj):
+        return Waiting(f"the {kind.kind} is suspended ({kind.suspend_path()}: true); resume it to queue it again")
     return Waiting("its Workload is deactivated (spec.active: false); set it to true to queue the job again")

@@ -5,7 +5,8 @@ each decision into what Kueue would write: Workload conditions and admission, Ev
 queue status (the `Active` condition of ClusterQueues and LocalQueues included), and why each pending
 workload waits with when it should start (`scheduler/waiting.py`, from `estimates.py`'s reads), in the
 `mpijob.io/waiting` and `mpijob.io/estimated-start` annotations every client shows.
-Evictions call back into the TrainJob controller, which stops the whole job. Cycles are coalesced: a
+Evictions call back into the job's controller (a TrainJob's or an MPIJob's: `integrations.py`), which
+stops the whole job. Cycles are coalesced: a
 burst of events costs one cycle.
 """
 
@@ -41,6 +42,7 @@ from mpijob.api.waiting import Waiting
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
 from mpijob.controllers.kueue import estimates
+from mpijob.controllers.kueue.integrations import owner_job
 from mpijob.controllers.kueue.scheduler import (
     Admit,
     Pending,
@@ -137,10 +139,8 @@ class Queueing:
         return self.store.try_get(resources.WORKLOADS, ns, name)
 
     def _owner(self, wl: Obj) -> Obj | None:
-        for ref in wl["metadata"].get("ownerReferences") or []:
-            if ref.get("kind") == "TrainJob":
-                return self.store.try_get(resources.TRAINJOBS, wl["metadata"]["namespace"], ref["name"])
-        return None
+        """The Workload's job, whatever its kind (`integrations.py`)."""
+        return owner_job(self.store, wl)
 
     def _admit(self, d: Admit) -> None:
         wl = self._workload(d.workload)

@@ -6,28 +6,38 @@ Trainer controller's machinery (`TrainJobController.launch`, the runner, the kub
 share one machine's addresses, cores and GPUs. No TrainJob object is made: the MPIJob owns its pods,
 Secret and ConfigMap, and its status is MPI Operator's (`status.py`).
 
-MPIJobs run unqueued: Kueue's Workload, quota and preemption are the TrainJob's (README: convert the
-job to queue it); the job history records TrainJobs only.
+Kueue queues an MPIJob as its MPIJob integration does (`api/kueue/owners.py`): a Workload
+`mpijob-<name>-<hash>` with pod sets `launcher` and `worker`, in the LocalQueue of its
+`kueue.x-k8s.io/queue-name` label (else the namespace's default one, as for TrainJobs), at the priority of
+its `kueue.x-k8s.io/priority-class`. Until the Workload is admitted the job is held, shown as MPI Operator
+shows a job Kueue keeps suspended (`Suspended` True, `MPIJobSuspended`); admitted, it is resumed (a new
+`startTime`) and run; evicted or preempted, its pods are stopped and deleted and it is held again until it
+is re-admitted. Its user's `spec.runPolicy.suspend: true` holds it as well, its Workload inactive. Its runs
+go to the job history beside the TrainJobs'.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 
 from mpijob.api import Obj, names, render
 from mpijob.api.durations import parse_time
 from mpijob.api.errors import ApiError
+from mpijob.api.kueue import owners
 from mpijob.api.mpioperator import naming
 from mpijob.api.mpioperator.convert import convert
 from mpijob.api.plan import PodPlan, RunPlan, resolve
 from mpijob.api.resources import MPIJOBS, PODS
 from mpijob.api.selectors import parse_labels
+from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
 from mpijob.controllers.kubelet import pods as kubelet_pods
 from mpijob.controllers.mpioperator import status
 from mpijob.controllers.quota import limit_ranges, with_limit_ranges
+from mpijob.controllers.trainer import binding
 from mpijob.controllers.trainer.runner import JobRunner, Outcome, Stop, Then
 from mpijob.controllers.trainer.trainjob import TrainJobController
 from mpijob.store.objects import Store
@@ -36,16 +46,6 @@ log = logging.getLogger(__name__)
 # The Job controller's words for a launcher Job past its activeDeadlineSeconds, which MPI Operator copies
 DEADLINE_MESSAGE = "Job was active longer than specified deadline"
 DEADLINE = Stop(names.REASON_DEADLINE_EXCEEDED, DEADLINE_MESSAGE, Then.FAIL)
-
-
-class _NoHistory:
-    """The job history is the TrainJobs' (`store/history.py`): an MPIJob's run is not recorded."""
-
-    def seen(self, *_: object) -> None: ...
-    def started(self, *_: object) -> None: ...
-    def run_ended(self, *_: object) -> None: ...
-    def finished(self, *_: object) -> None: ...
-    def deleted(self, *_: object) -> None: ...
 
 
 def job_pods(store: Store, namespace: str, job: str) -> list[Obj]:
@@ -64,25 +64,31 @@ class MPIJobController(TrainJobController):
     resource = MPIJOBS
 
     def __init__(self, trainjobs: TrainJobController) -> None:
-        """Shares the Trainer controller's store, home and the machine's address, core and GPU pools."""
+        """Shares the Trainer controller's store, home, the machine's address, core and GPU pools, its kick of
+        the Kueue controller and its job history."""
         self.store, self.logs, self.home, self.mode = trainjobs.store, trainjobs.logs, trainjobs.home, trainjobs.mode
         self.cluster_id = trainjobs.cluster_id
         self.addresses, self.devices, self.cores = trainjobs.addresses, trainjobs.devices, trainjobs.cores
-        self.kick, self.on_finish = (lambda: None), (lambda job: None)
-        self.accounting = _NoHistory()  # type: ignore[assignment]
+        self.kick, self.on_finish = trainjobs.kick, (lambda job: None)
+        self.accounting = trainjobs.accounting
         self.runners: dict[str, tuple[JobRunner, asyncio.Task[None]]] = {}
         self.deadlines: dict[str, asyncio.TimerHandle] = {}
 
     # -- reconcile ---------------------------------------------------------------------------------
 
     def reconcile(self, job: Obj) -> None:
-        """`Created` and `startTime` at first sight, then its run: converted, planned, started."""
+        """`Created` and `startTime` at first sight; then held while its user suspends it or its Workload
+        waits for Kueue, and run, resumed, once the Workload is admitted."""
         meta = job["metadata"]
         if status.finished(job):
+            self._sync_workload(job, finished=True)
             return
         if status.created(job):
             events.record(self.store, job, names.MPIJOB_CREATED, status.condition(job, status.CREATED)["message"])
             job = self.store.update(MPIJOBS, job, status=True)
+        if owners.MPIJOB.suspended(job):
+            self._suspend(job)
+            return
         if meta["uid"] in self.runners:
             return
         current = self.store.try_get(MPIJOBS, meta["namespace"], meta["name"])
@@ -93,7 +99,53 @@ class MPIJobController(TrainJobController):
         except ApiError as e:
             self.finish(job, Outcome(False, names.MPIJOB_FAILED, e.message))
             return
-        self.launch(job, plan, render.owner_reference(job), None)
+        self.accounting.seen(job, plan)
+        owner = render.owner_reference(job)
+        wl = self._sync_workload(job, plan, owner)
+        if wl is None or not cond.is_true(wl, names.ADMITTED):
+            self._hold(job)
+            return
+        if status.resumed(job):
+            job = self.store.update(MPIJOBS, job, status=True)
+            events.record(self.store, job, names.MPIJOB_RESUMED, names.MPIJOB_RESUMED_MESSAGE)
+        self.launch(job, plan, owner, wl)
+
+    def _hold(self, job: Obj) -> Obj:
+        """Keep the job from running, shown as MPI Operator shows a suspended one; the stored job."""
+        meta = job["metadata"]
+        before = copy.deepcopy(job.get("status"))
+        now_held = status.suspended(job, job_pods(self.store, meta["namespace"], meta["name"]))
+        if job["status"] != before:
+            job = self.store.update(MPIJOBS, job, status=True)
+        if now_held:
+            events.record(self.store, job, names.MPIJOB_SUSPENDED, names.MPIJOB_SUSPENDED_MESSAGE)
+        return job
+
+    def _suspend(self, job: Obj) -> None:
+        """Its user suspended it: held, its Workload inactive (made now if it has none, as Kueue makes one for a
+        job created suspended), a run under way stopped and its pods deleted, as MPI Operator does."""
+        meta = job["metadata"]
+        job = self._hold(job)
+        try:
+            plan: RunPlan | None = self._plan(job)
+        except ApiError:
+            plan = None  # it fails when it is resumed
+        self.accounting.seen(job, plan)
+        self._sync_workload(job, plan, render.owner_reference(job) if plan else None)
+        if meta["uid"] in self.runners:
+            asyncio.create_task(self.stop(meta["uid"], Stop.suspended()))
+        else:
+            binding.unbind(self.store, job_pods(self.store, meta["namespace"], meta["name"]))
+
+    async def evict(self, job: Obj, message: str) -> None:
+        """Kueue evicted its Workload: stopped whole, its pods deleted, then held until it is admitted again."""
+        await super().evict(job, message)
+        current = self.store.try_get(MPIJOBS, job["metadata"]["namespace"], job["metadata"]["name"])
+        if current is not None and current["metadata"]["uid"] == job["metadata"]["uid"] and not status.finished(current):
+            self._hold(current)
+
+    def _pods(self, tj: Obj) -> list[Obj]:
+        return job_pods(self.store, tj["metadata"]["namespace"], tj["metadata"]["name"])
 
     def _plan(self, job: Obj) -> RunPlan:
         """The job's TrainJob form resolved on its runtime, defaulted by LimitRanges, in MPI Operator's names."""
@@ -145,6 +197,8 @@ class MPIJobController(TrainJobController):
         status.ended(job, job_pods(self.store, meta["namespace"], meta["name"]), outcome.succeeded, reason,
                      outcome.message)
         job = self.store.update(MPIJOBS, job, status=True)
+        self._sync_workload(job, finished=True)  # its quota goes back to the queue
+        self.accounting.finished(job, outcome)
         ended = status.condition(job, status.SUCCEEDED if outcome.succeeded else status.FAILED) or {}
         events.record(self.store, job, outcome.failure or ended.get("reason", reason), ended.get("message", ""),
                       warning=not outcome.succeeded)

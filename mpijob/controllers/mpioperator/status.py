@@ -1,5 +1,5 @@
 """An MPIJob's status as MPI Operator writes it (`pkg/controller/mpi_job_controller{,_status}.go`):
-conditions `Created`, `Running`, `Succeeded`, `Failed` with its reasons and messages, `replicaStatuses`
+conditions `Created`, `Suspended`, `Running`, `Succeeded`, `Failed` with its reasons and messages, `replicaStatuses`
 per replica type from the pods, `startTime` and `completionTime`. Pure: the caller stores the result."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from mpijob.api import Obj, names
 from mpijob.store.objects import now
 
-CREATED, RUNNING, SUCCEEDED = "Created", "Running", "Succeeded"  # MPI Operator's condition types
-FAILED = names.FAILED
+CREATED, RUNNING = "Created", "Running"  # MPI Operator's condition types
+SUCCEEDED, FAILED, SUSPENDED = names.MPIJOB_SUCCEEDED_CONDITION, names.FAILED, names.SUSPENDED
 
 
 def condition(job: Obj, kind: str) -> Obj | None:
@@ -100,3 +100,24 @@ def ended(job: Obj, pods: list[Obj], succeeded: bool, reason: str, message: str)
                       f"MPIJob {meta['namespace']}/{meta['name']} successfully completed.")
     else:
         set_condition(job, FAILED, True, reason, message)
+
+
+def suspended(job: Obj, pods: list[Obj]) -> bool:
+    """A job held (suspended by its user, or waiting for Kueue to admit it) as MPI Operator shows one whose
+    `runPolicy.suspend` is true: `Suspended` True (MPIJobSuspended), `Running` False, the counts of its
+    pods. True if `Suspended` turned True now (MPI Operator's Event is due)."""
+    meta, status = job["metadata"], job.setdefault("status", {})
+    status["replicaStatuses"] = replica_statuses(pods)
+    changed = set_condition(job, SUSPENDED, True, names.MPIJOB_SUSPENDED, names.MPIJOB_SUSPENDED_MESSAGE)
+    set_condition(job, RUNNING, False, names.MPIJOB_SUSPENDED, f"MPIJob {meta['namespace']}/{meta['name']} is suspended.")
+    return changed
+
+
+def resumed(job: Obj) -> bool:
+    """A held job let run: `Suspended` False (MPIJobResumed) and a new `startTime`, as MPI Operator writes
+    them, when it was held before. True if that happened now (the Event is due)."""
+    if condition(job, SUSPENDED) is None or not set_condition(job, SUSPENDED, False, names.MPIJOB_RESUMED,
+                                                               names.MPIJOB_RESUMED_MESSAGE):
+        return False
+    job["status"]["startTime"] = now()
+    return True

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from mpijob.api import Obj, names
 from mpijob.api.durations import parse_time
+from mpijob.api.kueue import owners
 from mpijob.api.plan import RunPlan, gpu_count
-from mpijob.api.resources import TRAINJOBS
 from mpijob.controllers import conditions as cond
 from mpijob.controllers.trainer.runner import JobRunner, Outcome
 from mpijob.store.audit import requester
@@ -23,17 +23,19 @@ def size(plan: RunPlan) -> tuple[int, int, int]:
 
 
 def submission(tj: Obj, plan: RunPlan | None) -> JobRecord:
-    """A job's record as first seen: who, what and how big (from its run plan when it resolves)."""
+    """A job's record as first seen (a TrainJob, or an MPIJob, which names no runtime): who, what and how big
+    (from its run plan when it resolves)."""
     meta, spec = tj["metadata"], tj.get("spec") or {}
     ref = spec.get("runtimeRef") or {}
+    runtime = f"{ref.get('kind') or 'ClusterTrainingRuntime'}/{ref.get('name', '')}" if ref else ""
     created, now = parse_time(meta.get("creationTimestamp")), time.time()
     # creationTimestamp has whole seconds: a job seen within its second is stamped when seen (ms later)
     submitted = now if created is None or 0 <= now - created.timestamp() < 1 else created.timestamp()
     nodes, procs, gpus = size(plan) if plan else (int((spec.get("trainer") or {}).get("numNodes") or 0), 0, 0)
     return JobRecord(
         uid=meta["uid"], namespace=meta["namespace"], name=meta["name"], requester=requester(tj),
-        runtime=f"{ref.get('kind') or 'ClusterTrainingRuntime'}/{ref.get('name', '')}", nodes=nodes,
-        procs_per_node=procs, gpus=gpus, submitted=submitted)
+        runtime=runtime, nodes=nodes, procs_per_node=procs, gpus=gpus, submitted=submitted,
+        kind=owners.of(tj).kind)
 
 
 class Accounting:
@@ -62,19 +64,19 @@ class Accounting:
                               outcome.message)
 
     def deleted(self, tj: Obj) -> None:
-        self.history.deleted(tj["metadata"]["uid"], time.time())
+        self.history.deleted(tj["metadata"]["uid"], time.time(), owners.of(tj).kind)
 
     def recover(self, store: Store) -> None:
-        """At start: every TrainJob is in the history, those that ended before this server kept one too (as
-        their conditions tell it); a job recorded as unfinished whose TrainJob is gone was deleted while no
-        one watched."""
-        jobs = store.list(TRAINJOBS)[0]
+        """At start: every job (TrainJob, MPIJob) is in the history, those that ended before this server kept
+        one too (as their conditions tell it); a job recorded as unfinished whose object is gone was deleted
+        while no one watched."""
+        jobs = [job for kind in owners.KINDS.values() for job in store.list(kind.resource)[0]]
         for tj in jobs:  # an unfinished one is recorded, with its plan, when it is next reconciled
-            for kind in (names.COMPLETE, names.FAILED):
-                if cond.is_true(tj, kind):
-                    self.seen(tj)
-                    c = cond.get(tj, kind) or {}
-                    at = parse_time(c.get("lastTransitionTime"))
-                    self.history.finished(tj["metadata"]["uid"], at.timestamp() if at else time.time(), kind,
-                                          c.get("reason", ""), "", c.get("message", ""))
+            c = owners.of(tj).end(tj)
+            if c is not None:
+                self.seen(tj)
+                at = parse_time(c.get("lastTransitionTime"))
+                state = names.FAILED if c.get("type") == names.FAILED else names.COMPLETE
+                self.history.finished(tj["metadata"]["uid"], at.timestamp() if at else time.time(), state,
+                                      c.get("reason", ""), "", c.get("message", ""))
         self.history.deleted_unless({tj["metadata"]["uid"] for tj in jobs}, time.time())

@@ -10,8 +10,8 @@ the waiting jobs again.
 
 from __future__ import annotations
 
-from mpijob.api import Obj, names, placement
-from mpijob.api.resources import NODES, PODS, WORKLOADS
+from mpijob.api import Obj, names, placement, volumes
+from mpijob.api.resources import NODES, PERSISTENT_VOLUME_CLAIMS, PODS, WORKLOADS
 from mpijob.controllers import events
 from mpijob.store.objects import Store, now
 
@@ -39,6 +39,18 @@ def _bind(store: Store, pod: Obj, node: str) -> Obj:
     return store.update(PODS, pod, status=True)
 
 
+def _schedule(store: Store, pod: Obj, nodes: list[Obj]) -> tuple[str | None, str]:
+    """kube-scheduler's cycle for one pod: the VolumeBinding plugin's PreFilter (every claim the pod names
+    exists and is bound: docs/volumes.md), then the node filters."""
+    wanted = volumes.claim_names(pod["spec"])
+    if wanted:
+        ns = pod["metadata"]["namespace"]
+        claims = {name: c for name in wanted if (c := store.try_get(PERSISTENT_VOLUME_CLAIMS, ns, name)) is not None}
+        if why := volumes.claim_problem(pod["spec"], claims):
+            return None, volumes.unschedulable_message(why, len(nodes))
+    return placement.schedule(pod["spec"], nodes)
+
+
 def place(store: Store, workload: Obj | None, rendered: dict[str, Obj]) -> dict[str, Obj] | None:
     """The stored pods, each bound to a Node, when every pod of the job fits one; None when one does not
     (they are all stored, those that fit bound, the others Pending Unschedulable), and the job waits."""
@@ -51,7 +63,7 @@ def place(store: Store, workload: Obj | None, rendered: dict[str, Obj]) -> dict[
         if current is not None and current["spec"].get("nodeName"):
             stored[name] = current  # bound already: the scheduler does not look at it again
             continue
-        node, why = placement.schedule(pod["spec"], nodes)
+        node, why = _schedule(store, pod, nodes)
         if node is not None:
             if current is None:
                 pod["spec"]["nodeName"] = node
@@ -85,8 +97,10 @@ def _say(store: Store, workload: Obj | None, stuck: list[tuple[str, str]]) -> No
     if stuck:
         first, why = stuck[0]
         more = f" and {len(stuck) - 1} more" if len(stuck) > 1 else ""
-        wanted = (f"admitted, but pod {first}{more} fits no node: {why.split('. preemption:')[0]}; change the "
-                  "pods' nodeSelector, affinity or tolerations, or the Node (kubectl label/taint node)")
+        claims = volumes.CLAIM_WORD.lower() in why.lower()
+        fix = ("create the PersistentVolumeClaim its volumes name (kubectl get pvc)" if claims else
+               "change the pods' nodeSelector, affinity or tolerations, or the Node (kubectl label/taint node)")
+        wanted = f"admitted, but pod {first}{more} fits no node: {why.split('. preemption:')[0]}; {fix}"
     else:
         wanted = None
     if annotations.get(names.ANNOTATION_WAITING) == wanted:

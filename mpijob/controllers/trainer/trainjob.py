@@ -11,8 +11,9 @@ import time
 from collections.abc import Callable
 from urllib.parse import urlparse
 
-from mpijob.api import Obj, names, render, tokens
+from mpijob.api import Obj, names, render, tokens, volumes
 from mpijob.api.errors import ApiError
+from mpijob.api.kueue import owners
 from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, DEFAULT_LOCAL_QUEUE, workload_name
 from mpijob.api.plan import PodPlan, RunPlan, generate_ssh_keypair, gpu_count, resolve
 from mpijob.api.quantity import parse_quantity
@@ -32,6 +33,7 @@ from mpijob.api.selectors import parse_labels
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events, scc
 from mpijob.controllers.kubelet import trainer_status
+from mpijob.controllers.kubelet import volumes as kubelet_volumes
 from mpijob.controllers.kubelet.addresses import AddressPool, CorePool, DevicePool, crowding
 from mpijob.controllers.kubelet.sandbox import (
     NAMESPACE,
@@ -120,7 +122,7 @@ class TrainJobController:
             if uid in self.runners:
                 asyncio.create_task(self.stop(uid, Stop.suspended()))
             else:  # pods that waited for a Node go, as JobSet deletes a suspended job's pods
-                binding.unbind(self.store, job_pods(self.store, tj["metadata"]["namespace"], tj["metadata"]["name"]))
+                binding.unbind(self.store, self._pods(tj))
             return
         if cond.is_true(tj, names.SUSPENDED):
             cond.set_condition(tj, names.SUSPENDED, False, names.REASON_RESUMED, "TrainJob is resumed")
@@ -168,6 +170,8 @@ class TrainJobController:
         events.record(self.store, tj, "CreatedPods", f"Created {len(plan.pods)} pods for {plan.num_nodes} node(s): "
                       + ", ".join(p.name for p in plan.pods))
         files = self.files(tj)
+        if not self._mount_volumes(tj, plan, files, stored):
+            return
         ips = {p.hostname: self.addresses.take(SSH_PORT) for p in plan.pods}
         gpus = {p.name: self.devices.take(gpu_count(p.resources)) for p in plan.pods}
         cores = {p.name: self.cores.take(whole_cpus(p.resources)) for p in plan.pods}
@@ -242,6 +246,24 @@ class TrainJobController:
             status_token = tokens.for_pod(key, account, obj, audience=audience)  # Trainer's projected token
             files.write_trainer_status(pod, user, status_token, ca)
 
+    def _mount_volumes(self, tj: Obj, plan: RunPlan, files: JobFiles, stored: dict[str, Obj]) -> bool:
+        """Set up each pod's volumes as the kubelet would (`kubelet/volumes.py`) and give the sandbox their
+        mounts; False, and the job failed in the kubelet's words, when one cannot be (docs/volumes.md)."""
+        asking = [p for p in plan.pods if volumes.has_volumes(p.pod_spec)]
+        if asking and self.mode != NAMESPACE:
+            self.finish(tj, Outcome(False, names.REASON_FAILED_JOBS, volumes.PROCESS_SANDBOX))
+            return False
+        for pod in asking:
+            try:
+                files.volume_mounts[pod.name] = kubelet_volumes.setup(
+                    self.store, self.home, files, pod, stored[pod.name], job_user(plan, pod, self.mode))
+            except kubelet_volumes.MountFailed as e:
+                events.record(self.store, stored[pod.name], names.REASON_FAILED_MOUNT, str(e), warning=True,
+                              component=kubelet_volumes.COMPONENT)
+                self.finish(tj, Outcome(False, names.REASON_FAILED_JOBS, f"pod {pod.name} cannot start: {e}"))
+                return False
+        return True
+
     def _crowded(self, tj: Obj, plan: RunPlan, cores: dict[str, list[int]]) -> bool:
         """Whether the job's ranks outnumber their cores, so they must yield when idle (said in an Event;
         the user's own setting in trainer.env wins)."""
@@ -283,10 +305,15 @@ class TrainJobController:
         if tj is not None and tj["metadata"]["uid"] == uid:
             self._watch_deadline(tj)
 
+    def _pods(self, tj: Obj) -> list[Obj]:
+        """The job's pods, by the labels its kind gives them."""
+        return job_pods(self.store, tj["metadata"]["namespace"], tj["metadata"]["name"])
+
     def _sync_workload(self, tj: Obj, plan: RunPlan | None = None, owner: Obj | None = None,
                        finished: bool = False) -> Obj | None:
-        """Create the TrainJob's Workload, and keep `active`/`Finished` in step with the TrainJob."""
-        meta = tj["metadata"]
+        """Create the job's Workload (a TrainJob's, or an MPIJob's: `api/kueue/owners.py` says what differs),
+        and keep `active`/`Finished` in step with the job."""
+        meta, kind = tj["metadata"], owners.of(tj)
         wl = self.store.try_get(WORKLOADS, meta["namespace"], workload_name(tj))
         if wl is None:
             if plan is None or owner is None or finished:
@@ -295,24 +322,28 @@ class TrainJobController:
                 self.store.ensure(LOCAL_QUEUES, {"metadata": {"name": DEFAULT_LOCAL_QUEUE, "namespace": meta["namespace"]},
                                                  "spec": {"clusterQueue": DEFAULT_CLUSTER_QUEUE}})
             wl = self.store.create(WORKLOADS, render_workload(self.store, tj, plan, owner))
+            events.record(self.store, tj, names.KUEUE_CREATED_WORKLOAD,
+                          f"Created Workload: {meta['namespace']}/{wl['metadata']['name']}")
             self.kick()
             return wl
         if finished:
             if not cond.is_true(wl, names.FINISHED):
-                failed = cond.is_true(tj, names.FAILED)
+                end = kind.end(tj) or {}
+                failed = end.get("type") == names.FAILED
                 reason = "Failed" if failed else "Succeeded"
-                message = (cond.get(tj, names.FAILED) or cond.get(tj, names.COMPLETE) or {}).get("message", "")
+                message = end.get("message", "")
                 cond.set_condition(wl, names.FINISHED, True, reason, message or f"Job finished: {reason.lower()}")
                 self.store.update(WORKLOADS, wl, status=True)
                 self.kick()
             return wl
-        active = not tj.get("spec", {}).get("suspend", False)
+        active = not kind.suspended(tj)
         if wl.get("spec", {}).get("active", True) != active:
             wl["spec"]["active"] = active
             if not active:
                 wl.setdefault("status", {}).pop("admission", None)
-                for kind in (names.QUOTA_RESERVED, names.ADMITTED):
-                    cond.set_condition(wl, kind, False, "Inactive", "The workload is deactivated (TrainJob suspended)")
+                for held in (names.QUOTA_RESERVED, names.ADMITTED):
+                    cond.set_condition(wl, held, False, "Inactive",
+                                       f"The workload is deactivated ({kind.kind} suspended)")
                 self.store.update(WORKLOADS, wl, status=True)
                 wl = self.store.get(WORKLOADS, meta["namespace"], wl["metadata"]["name"])
                 wl["spec"]["active"] = False
@@ -329,7 +360,7 @@ class TrainJobController:
         evicted = cond.get(wl, names.EVICTED) if wl else None
         reason = (evicted.get("reason") if evicted and evicted.get("status") == "True" else None) or names.EVICTED
         if meta["uid"] not in self.runners:  # its pods waited for a Node: they go, as when it runs
-            binding.unbind(self.store, job_pods(self.store, meta["namespace"], meta["name"]))
+            binding.unbind(self.store, self._pods(tj))
         await self.stop(meta["uid"], Stop.evicted(reason, message))
 
     def _plan(self, tj: Obj) -> RunPlan:

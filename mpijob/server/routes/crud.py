@@ -170,7 +170,7 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
     _requester(request, stored, obj, None)
     admission.uid_ranges(cluster.store, stored, obj, None)
     obj = admission.admit(stored, _fresh(stored, obj), None)
-    admission.check_references(cluster.store, stored, obj, authz.user_of(request.scope))
+    admission.check_references(cluster.store, stored, obj, authz.user_of(request.scope), cluster.sandbox_mode)
     authz.check_escalation(cluster.store, request.scope, stored, obj)
     if cluster.store.try_get(stored, ns, name) is not None:
         raise errors.already_exists(res.plural, name, res.group)

@@ -42,7 +42,7 @@ def record_object(r: JobRecord, now: float) -> Obj:
     return {
         "apiVersion": API_VERSION, "kind": names.JOB_RECORD_KIND,
         "metadata": {"name": r.name, "namespace": r.namespace, "uid": r.uid, "creationTimestamp": _time(r.submitted)},
-        "requester": r.requester, "runtime": r.runtime, "nodes": r.nodes, "procsPerNode": r.procs_per_node,
+        "jobKind": r.kind, "requester": r.requester, "runtime": r.runtime, "nodes": r.nodes, "procsPerNode": r.procs_per_node,
         "gpus": r.gpus, "submitted": _time(r.submitted), "admitted": _time(r.admitted), "started": _time(r.started),
         "finished": _time(r.finished), "waitSeconds": round(r.wait(now), 3), "runSeconds": round(run, 3),
         "state": r.state, "reason": r.reason, "failure": r.failure, "message": r.message,

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
-from mpijob.controllers.kueue.scheduler import messages as msg
+from mpijob.api.kueue import messages as msg
 from mpijob.controllers.kueue.scheduler.admissibility import inactive, local_queue_active
 from mpijob.controllers.kueue.scheduler.cycle import schedule
 

@@ -4,8 +4,8 @@ from dataclasses import replace
 
 from sched_builders import GPU, job, pending, queue, snap
 
+from mpijob.api.kueue import messages as msg
 from mpijob.api.kueue.snapshot import PodSet
-from mpijob.controllers.kueue.scheduler import messages as msg
 from mpijob.controllers.kueue.scheduler.cycle import schedule
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mpijob.api.kueue import messages as msg
 from mpijob.api.kueue.snapshot import ClusterQueue, Snapshot, StopPolicy, Workload
 from mpijob.api.names import (
     LABEL_QUEUE_NAME,
@@ -30,7 +31,6 @@ from mpijob.api.names import (
     REASON_TOPOLOGY_NOT_FOUND,
     SUSPENDED,
 )
-from mpijob.controllers.kueue.scheduler import messages as msg
 
 
 @dataclass(frozen=True)

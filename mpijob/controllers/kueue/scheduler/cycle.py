@@ -24,6 +24,10 @@ from bisect import bisect_right
 from dataclasses import dataclass, replace
 from enum import Enum, auto
 
+from mpijob.api.kueue import messages as msg
+from mpijob.api.kueue.fit import never_fits
+from mpijob.api.kueue.flavors import Assigner, FlavorResult, Mode, Oracle
+from mpijob.api.kueue.ledger import FR, Ledger, Usage, usage_of
 from mpijob.api.kueue.snapshot import (
     ClusterQueue,
     PreemptionPolicy,
@@ -40,15 +44,12 @@ from mpijob.api.names import (
     REASON_WAITING_FOR_QUOTA,
 )
 from mpijob.controllers.kueue.scheduler import fairsharing as fs
-from mpijob.controllers.kueue.scheduler import messages as msg
 from mpijob.controllers.kueue.scheduler.admissibility import Blockers
 from mpijob.controllers.kueue.scheduler.decisions import Admit, Decision, Pending, Preempt
 from mpijob.controllers.kueue.scheduler.fairsharing import weighted_shares
-from mpijob.controllers.kueue.scheduler.flavors import Assigner, FlavorResult, Mode, Oracle
-from mpijob.controllers.kueue.scheduler.limits import never_fits, queue_usage
+from mpijob.controllers.kueue.scheduler.limits import queue_usage
 from mpijob.controllers.kueue.scheduler.ordering import pending_by_queue, positions
 from mpijob.controllers.kueue.scheduler.preemption import Preemptor, Target
-from mpijob.controllers.kueue.scheduler.quota import FR, Ledger, Usage, usage_of
 
 __all__ = ["Admit", "Decision", "Pending", "Preempt", "never_fits", "positions", "queue_usage", "schedule",
            "weighted_shares"]

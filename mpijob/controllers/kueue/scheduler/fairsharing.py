@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from mpijob.api.kueue.ledger import FR, Ledger, Usage
 from mpijob.api.kueue.snapshot import Snapshot
-from mpijob.controllers.kueue.scheduler.quota import FR, Ledger, Usage
 
 
 @dataclass(frozen=True)

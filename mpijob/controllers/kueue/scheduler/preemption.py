@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
+from mpijob.api.kueue.ledger import FR, Ledger, Usage, usage_of
 from mpijob.api.kueue.snapshot import ClusterQueue, PreemptionPolicy, Workload
 from mpijob.api.names import (
     REASON_IN_CLUSTER_QUEUE,
@@ -22,7 +23,6 @@ from mpijob.api.names import (
 )
 from mpijob.controllers.kueue.scheduler import fairsharing as fs
 from mpijob.controllers.kueue.scheduler.ordering import candidate_key
-from mpijob.controllers.kueue.scheduler.quota import FR, Ledger, Usage, usage_of
 
 
 class Variant(IntEnum):

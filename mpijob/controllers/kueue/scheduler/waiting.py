@@ -30,16 +30,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from mpijob.api.kueue import messages as msg
+from mpijob.api.kueue.fit import never_fits
+from mpijob.api.kueue.flavors import Assigner, Mode, group_for
+from mpijob.api.kueue.ledger import Ledger, Usage, usage_of
 from mpijob.api.kueue.snapshot import ClusterQueue, QueueingStrategy, Snapshot, Workload
 from mpijob.api.names import REASON_EXCEEDS_MAX_QUOTA, REASON_WAITING_FOR_QUOTA
 from mpijob.api.waiting import Waiting
-from mpijob.controllers.kueue.scheduler import messages as msg
 from mpijob.controllers.kueue.scheduler.admissibility import Blockers
 from mpijob.controllers.kueue.scheduler.decisions import Pending
-from mpijob.controllers.kueue.scheduler.flavors import Assigner, Mode, group_for
-from mpijob.controllers.kueue.scheduler.limits import never_fits
 from mpijob.controllers.kueue.scheduler.ordering import pending_by_queue, positions
-from mpijob.controllers.kueue.scheduler.quota import Ledger, Usage, usage_of
 
 MAX_REPLAYED = 100  # pending workloads per ClusterQueue given an estimate; those further back get none
 QUOTA_WAITS = frozenset({REASON_WAITING_FOR_QUOTA, REASON_EXCEEDS_MAX_QUOTA})

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from mpijob.api.kueue import messages as msg
+from mpijob.api.kueue.ledger import FR, Ledger, Usage
 from mpijob.api.kueue.snapshot import (
     Assignment,
     ClusterQueue,
@@ -20,8 +22,6 @@ from mpijob.api.kueue.snapshot import (
     Workload,
 )
 from mpijob.api.names import REASON_EXCEEDS_MAX_QUOTA, REASON_NO_MATCHING_FLAVOR, REASON_WAITING_FOR_QUOTA
-from mpijob.controllers.kueue.scheduler import messages as msg
-from mpijob.controllers.kueue.scheduler.quota import FR, Ledger, Usage
 
 
 class Mode(IntEnum):

@@ -1,4 +1,5 @@
-"""The cycle's quota ledger: nominal quota, limits and usage per ClusterQueue and cohort.
+"""Kueue's quota ledger: nominal quota, limits and usage per ClusterQueue and cohort (the scheduler's
+cycle keeps one, and `fit.never_fits` asks an empty one).
 
 Mirrors Kueue's resource nodes for a flat cohort (ClusterQueue → cohort): a queue keeps
 `nominal - lendingLimit` to itself ("local" quota), lends the rest to its cohort, and borrows from the
