@@ -284,7 +284,7 @@ WORKLOAD: dict[str, Rule] = {
 # runtime's are, since that is where they go; the map of replica specs is walked as `*`.
 
 _MPI_TEMPLATE = "spec.mpiReplicaSpecs.*.template"
-_UNQUEUED = (f"the job is queued by Kueue as it is: choose its LocalQueue with the label {LABEL_QUEUE_NAME} and its "
+_QUEUED_AS_IS = (f"the job is queued by Kueue as it is: choose its LocalQueue with the label {LABEL_QUEUE_NAME} and its "
              f"priority with {LABEL_PRIORITY_CLASS} (a WorkloadPriorityClass)")
 _NO_RESTARTS = "pods are not restarted by the local cluster: the first failure ends the job"
 
@@ -309,7 +309,7 @@ MPIJOB: dict[str, Rule] = {
                                                "convert it to a TrainJob (mpijob convert), whose "
                                                "spec.activeDeadlineSeconds is"),
     "spec.runPolicy.schedulingPolicy": _w(f"gang scheduling: the local cluster starts a job's pods all together "
-                                          f"anyway; {_UNQUEUED}"),
+                                          f"anyway; {_QUEUED_AS_IS}"),
     **{_MPI_TEMPLATE + path[len(f"{_JOB}.spec.template"):]: rule for path, rule in RUNTIME.items()
        if path.startswith(f"{_JOB}.spec.template")},
 }

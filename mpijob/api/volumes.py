@@ -302,6 +302,11 @@ def claim_causes(claim: Obj, old: Obj | None) -> list[Cause]:
         claim["status"] = {"phase": names.CLAIM_PENDING}
     out: list[Cause] = []
     modes = spec.get("accessModes") or []
+    resources = spec.get("resources") or {}
+    if not isinstance(modes, list) or not isinstance(resources, dict) or not isinstance(resources.get("requests") or {},
+                                                                                        dict):
+        return [Cause("spec", "Invalid value: accessModes must be a list and resources.requests a map, e.g. "
+                              "{accessModes: [ReadWriteMany], resources: {requests: {storage: 10Gi}}}")]
     if not modes:
         out.append(Cause("spec.accessModes", "Required value: at least 1 access mode is required",
                          "FieldValueRequired"))
@@ -311,7 +316,7 @@ def claim_causes(claim: Obj, old: Obj | None) -> list[Cause]:
     if names.READ_WRITE_ONCE_POD in modes and len(modes) > 1:
         out.append(Cause("spec.accessModes", f"Forbidden: may not use {names.READ_WRITE_ONCE_POD} with other access "
                                              "modes", "FieldValueForbidden"))
-    request = ((spec.get("resources") or {}).get("requests") or {}).get(STORAGE)
+    request = (resources.get("requests") or {}).get(STORAGE)
     if request is None:
         out.append(Cause(f"spec.resources[{STORAGE}]", "Required value: request the claim's size, e.g. "
                                                        "resources.requests.storage: 10Gi", "FieldValueRequired"))

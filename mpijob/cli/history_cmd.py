@@ -75,8 +75,8 @@ def history(
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
 ) -> None:
-    """Show every job that ran (TrainJobs and MPIJobs), also after it was deleted: who ran it, how big, how long it waited and ran,
-    how it ended and why, its CPU-hours, GPU-hours and peak memory (like Slurm's sacct).
+    """Show every job that ran (TrainJobs and MPIJobs), also after it was deleted: who ran it, how big, how
+    long it waited and ran, how it ended and why, its CPU-hours, GPU-hours and peak memory (like Slurm's sacct).
 
     Oldest first, the newest --limit of them. WAIT is submission to start, RUN the time its pods ran
     (every run, when it was suspended or preempted), CPU-HOURS its pods' CPU time, GPU-HOURS its GPUs

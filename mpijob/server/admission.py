@@ -15,6 +15,7 @@ from mpijob.api.errors import ApiError, bad_request, invalid
 from mpijob.api.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     LIMIT_RANGES,
+    MPIJOBS,
     NAMESPACES,
     NETWORK_POLICIES,
     RESOURCE_QUOTAS,
@@ -74,7 +75,9 @@ def check_references(store: Store, res: Resource, obj: dict[str, Any], user: rba
                      sandbox_mode: str = "") -> None:
     """A new TrainJob must name a runtime that exists and that the local cluster can run in its sandbox
     (`sandbox_mode`, the controllers') (422), whose pods `user` may run (403) and that fits its namespace's
-    quota and its ClusterQueue (403)."""
+    quota and its ClusterQueue (403); a new MPIJob must fit its ClusterQueue (403)."""
+    if res.key == MPIJOBS.key:
+        check_mpijob_fits(store, obj)
     if res is not TRAINJOBS:
         return
     ref = obj.get("spec", {}).get("runtimeRef", {})
@@ -176,22 +179,43 @@ def check_quota(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any])
 
 def check_fits(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any]) -> None:
     """Refuse (403, "exceeded quota") a job its ClusterQueue could never admit, before anything exists."""
-    from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, workload
-    from mpijob.api.kueue.fit import never_fits  # the scheduler's own answer; then the store reads
-    from mpijob.api.names import LABEL_QUEUE_NAME as QUEUE_LABEL
     from mpijob.api.plan import resolve
-    from mpijob.controllers.kueue.workloads import build_snapshot, local_queue_map, render_workload
+    from mpijob.controllers.kueue.workloads import render_workload
 
     candidate = _candidate(trainjob)
     plan = resolve(candidate, runtime)
-    wl = workload(render_workload(store, candidate, plan, {}), local_queue_map(store))
-    if not wl.cluster_queue and QUEUE_LABEL not in (trainjob["metadata"].get("labels") or {}):
+    _refuse_never_fitting(store, TRAINJOBS, candidate, render_workload(store, candidate, plan, {}))
+
+
+def check_mpijob_fits(store: Store, job: dict[str, Any]) -> None:
+    """Refuse (403, "exceeded quota") an MPIJob its ClusterQueue could never admit, as a TrainJob is, its
+    Workload made as the MPI Operator controller will make it (`controllers/mpioperator`)."""
+    from mpijob.api.mpioperator import naming
+    from mpijob.api.mpioperator.convert import convert
+    from mpijob.api.plan import resolve
+    from mpijob.controllers.kueue.workloads import render_workload
+
+    candidate = _candidate(job)
+    form = convert(candidate, always_runtime=True)
+    plan = naming.rename(resolve({**form.trainjob, "metadata": {**form.trainjob["metadata"], **candidate["metadata"]}},
+                                 form.runtime or {}))
+    _refuse_never_fitting(store, MPIJOBS, candidate, render_workload(store, candidate, plan, {}))
+
+
+def _refuse_never_fitting(store: Store, res: Resource, job: dict[str, Any], rendered: Obj) -> None:
+    """Kueue's scheduler asked in advance whether the job's Workload (`rendered`) could ever be admitted."""
+    from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, workload
+    from mpijob.api.kueue.fit import never_fits  # the scheduler's own answer; then the store reads
+    from mpijob.api.names import LABEL_QUEUE_NAME as QUEUE_LABEL
+    from mpijob.controllers.kueue.workloads import build_snapshot, local_queue_map
+
+    wl = workload(rendered, local_queue_map(store))
+    if not wl.cluster_queue and QUEUE_LABEL not in (job["metadata"].get("labels") or {}):
         wl = dataclasses.replace(wl, cluster_queue=DEFAULT_CLUSTER_QUEUE)  # its LocalQueue is made on demand
     snap = build_snapshot(store)
     if wl.cluster_queue and wl.cluster_queue in snap.cluster_queues and (why := never_fits(snap, wl)):
-        raise ApiError(403, "Forbidden", f'{TRAINJOBS.group_resource} "{trainjob["metadata"]["name"]}" is '
-                       f"forbidden: exceeded quota: {why}", trainjob["metadata"]["name"], names.TRAINER_GROUP,
-                       TRAINJOBS.plural)
+        raise ApiError(403, "Forbidden", f'{res.group_resource} "{job["metadata"]["name"]}" is '
+                       f"forbidden: exceeded quota: {why}", job["metadata"]["name"], res.group, res.plural)
 
 
 def uid_ranges(store: Store, res: Resource, obj: Obj, old: Obj | None) -> None:

@@ -148,6 +148,8 @@ PROOF["MPIJob"] = {
     "spec.launcherCreationPolicy": _MPI_HELLO,
     "spec.mpiReplicaSpecs": _MPI_RUN,
     "spec.mpiReplicaSpecs.*.replicas": _MPI_RUN,
+    "spec.runPolicy.suspend":
+        "e2e/test_mpijob_kueue.py::test_the_users_run_policy_suspend_holds_stops_and_resumes_the_job",
     **{"spec.mpiReplicaSpecs.*.template" + path[len(f"{JOB}.spec.template"):]: proof
        for path, proof in PROOF["Runtime"].items() if path.startswith(f"{JOB}.spec.template")},
 }

@@ -155,14 +155,15 @@ def test_rbac_shows_a_user_the_namespaces_they_may_read(seen: dict[str, Any]) ->
 def test_json_and_wide_shapes(seen: dict[str, Any]) -> None:
     r = seen["before"]["h-fail"]
     assert (r["apiVersion"], r["kind"]) == (f"{names.MPIJOB_GROUP}/{names.MPIJOB_VERSION}", names.JOB_RECORD_KIND)
-    assert set(r) == {"apiVersion", "kind", "metadata", "requester", "runtime", "nodes", "procsPerNode", "gpus",
-                      "submitted", "admitted", "started", "finished", "waitSeconds", "runSeconds", "state", "reason",
+    assert set(r) == {"apiVersion", "kind", "metadata", "jobKind", "requester", "runtime", "nodes", "procsPerNode",
+                      "gpus", "submitted", "admitted", "started", "finished", "waitSeconds", "runSeconds", "state", "reason",
                       "failure", "message", "cpuHours", "gpuHours", "memoryPeakBytes"}
     assert set(r["metadata"]) == {"name", "namespace", "uid", "creationTimestamp"}
     wide = seen["wide"]
     assert wide.exit_code == 0, wide.stderr
     header, *rows = wide.stdout.splitlines()
-    assert header.split() == ["NAME", "USER", "STATE", "REASON", "NODES", "GPUS", "WAIT", "RUN", "CPU-HOURS",
+    assert r["jobKind"] == "TrainJob"
+    assert header.split() == ["NAME", "KIND", "USER", "STATE", "REASON", "NODES", "GPUS", "WAIT", "RUN", "CPU-HOURS",
                               "GPU-HOURS", "AGE", "RUNTIME", "PROCS", "SUBMITTED", "STARTED", "FINISHED",
                               "PEAK-MEMORY", "UID"]
     assert [row.split()[0] for row in rows] == ["h-waiting", "h-burn", "h-fail"]  # oldest first

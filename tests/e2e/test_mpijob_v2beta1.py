@@ -54,7 +54,9 @@ def test_an_mpijob_runs_as_is_under_mpi_operators_names(kubectl: Kubectl, home: 
 
     got = json.loads(kubectl("get", "mpijob", "-n", ns, job, "-o", "json").stdout)["status"]
     kinds = {c["type"]: c for c in got["conditions"]}
-    assert [c["type"] for c in got["conditions"]] == ["Created", "Running", "Succeeded"], got["conditions"]
+    # held by Kueue until its Workload was admitted (tests/e2e/test_mpijob_kueue.py), then resumed
+    assert [c["type"] for c in got["conditions"]] == ["Created", "Suspended", "Running", "Succeeded"], got["conditions"]
+    assert (kinds["Suspended"]["status"], kinds["Suspended"]["reason"]) == ("False", "MPIJobResumed")
     assert (kinds["Created"]["reason"], kinds["Created"]["message"]) == ("MPIJobCreated", f"MPIJob {ns}/{job} is created.")
     assert (kinds["Running"]["status"], kinds["Running"]["reason"]) == ("False", "MPIJobRunning")
     assert (kinds["Succeeded"]["status"], kinds["Succeeded"]["reason"]) == ("True", "MPIJobSucceeded")

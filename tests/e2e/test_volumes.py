@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from e2e_support import (
 )
 
 from mpijob.api import names
+from mpijob.api.runtimes import bundled
 from mpijob.store import supervisor
 from mpijob.store.home import Home
 from mpijob.store.supervisor import ServerInfo
@@ -125,7 +125,9 @@ def test_every_rank_writes_into_a_shared_claim_and_the_launcher_reads_them(
     job = with_volumes(trainjob("vol-shared", ["bash", "-c", f"mpirun bash -c '{write}' && cat ~/shared/rank-*"]),
                        [pvc_volume("shared")], [{"name": "data", "mountPath": f"{HOME}/shared"}])
     log = run(api, job)
-    assert "rank 0 on vol-shared-node-0-0" in log and "rank 1 on vol-shared-launcher-0-0" in log, log
+    ranks = sorted(line.split()[1:] for line in log.splitlines())  # every rank's file, read by the launcher
+    assert [r[0] for r in ranks] == ["0", "1"], log
+    assert {r[2] for r in ranks} == {"vol-shared-node-0-0", "vol-shared-launcher-0-0"}, log
 
 
 def test_a_read_only_mount_refuses_writes_and_a_sub_path_shows_part_of_the_claim(
@@ -147,7 +149,7 @@ def test_a_read_only_mount_refuses_writes_and_a_sub_path_shows_part_of_the_claim
 
 def test_empty_dirs_are_each_pods_own_and_a_memory_one_is_a_sized_tmpfs(
         api: httpx.Client, namespace: tuple[int, int]) -> None:
-    uid, gid = namespace
+    _, gid = namespace
     rank = ('touch ~/scratch/$(hostname); echo "$OMPI_COMM_WORLD_RANK sees $(ls ~/scratch) '
             "$(stat -f -c %T ~/fast) $(($(stat -f -c '%b * %S' ~/fast))) $(stat -c %g:%a ~/scratch)\"")
     job = with_volumes(trainjob("vol-empty", ["mpirun", "bash", "-c", rank]),
@@ -155,8 +157,8 @@ def test_empty_dirs_are_each_pods_own_and_a_memory_one_is_a_sized_tmpfs(
                                                                                          "sizeLimit": "64Mi"}}],
                        [{"name": "scratch", "mountPath": f"{HOME}/scratch"}, {"name": "fast", "mountPath": f"{HOME}/fast"}])
     log = run(api, job)
-    assert f"0 sees vol-empty-node-0-0 tmpfs {64 << 20} {gid}:2777" in log, log
-    assert f"1 sees vol-empty-launcher-0-0 tmpfs {64 << 20} {gid}:2777" in log, log
+    seen = sorted(line.split(" ", 1)[1] for line in log.splitlines())  # each pod sees only its own file
+    assert seen == [f"sees vol-empty-{pod}-0-0 tmpfs {64 << 20} {gid}:2777" for pod in ("launcher", "node")], log
 
 
 def test_config_map_secret_downward_api_and_projected_files_have_their_contents_and_modes(
@@ -199,7 +201,7 @@ def test_config_map_secret_downward_api_and_projected_files_have_their_contents_
 
 
 def test_a_host_path_reaches_the_machines_directory_and_its_type_is_checked(
-        api: httpx.Client, namespace: tuple[int, int], tmp_path_factory: pytest.TempPathFactory) -> None:
+        api: httpx.Client, home: Path, namespace: tuple[int, int]) -> None:
     uid, _ = namespace
     shared = Path("/tmp") / f"mpijob-e2e-hostpath-{os.getpid()}"
     made = shared / "made"
@@ -224,6 +226,15 @@ def test_a_host_path_reaches_the_machines_directory_and_its_type_is_checked(
         assert failed is not None
         assert (f'MountVolume.SetUp failed for volume "nfs" : hostPath type check failed: {missing} is not a '
                 "directory") in failed["message"], failed
+
+        # the server's own files (its database holds every Secret) sit in a directory closed to the pod's user:
+        # a hostPath, bound as root, must not open it
+        prying = with_volumes(trainjob("vol-host-pry", ["cat", f"{HOME}/home/cluster.db"], num_nodes=1),
+                              [{"name": "home", "hostPath": {"path": str(home)}}],
+                              [{"name": "home", "mountPath": f"{HOME}/home"}], rjobs=("launcher",))
+        create(api, prying, NS)
+        failed = condition(wait_finished(api, "vol-host-pry", NS), "Failed")
+        assert failed is not None and f"uid {uid} may not enter" in failed["message"], failed
     finally:
         subprocess.run(["rm", "-rf", str(shared)], check=False)
 
@@ -257,8 +268,6 @@ def test_a_job_waits_pending_for_its_missing_claim_and_runs_once_it_is_created(
 
 def test_a_namespaced_runtime_with_volumes_runs_and_a_deleted_claim_waits_for_its_pods(
         api: httpx.Client, home: Path, namespace: tuple[int, int]) -> None:
-    from mpijob.api.runtimes import bundled
-
     got = make_claim(api, claim("kept"))
     runtime = bundled()[0]
     runtime["kind"] = "TrainingRuntime"
@@ -337,5 +346,7 @@ def test_a_process_sandbox_refuses_a_job_with_volumes(new_server: Callable[..., 
                            [{"name": "s", "mountPath": "/scratch"}])
         r = c.post(f"{TRAINER}/namespaces/default/trainjobs", json=job)
         assert r.status_code == 422, r.text
-        assert re.search(r"namespace sandbox", r.text), r.text
+        (cause,) = r.json()["details"]["causes"]  # named where the volumes come from: the job's runtime patch
+        assert cause["field"] == "spec.runtimePatches", cause
+        assert "volumes are mounted only by the namespace sandbox" in cause["message"], cause
         assert c.get(f"{TRAINER}/namespaces/default/trainjobs/vol").status_code == 404

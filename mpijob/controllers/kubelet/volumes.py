@@ -74,7 +74,7 @@ def setup(store: Store, home: Home, files: JobFiles, pod: PodPlan, stored: Obj, 
     for m in mounts:
         if m.volume not in roots:
             try:
-                roots[m.volume] = _prepare(m, base / m.volume, claims, objects, stored, pod, home, tmpfs)
+                roots[m.volume] = _prepare(m, base / m.volume, claims, objects, stored, pod, home, tmpfs, user)
             except v.VolumeError as e:
                 raise MountFailed(f'MountVolume.SetUp failed for volume "{m.volume}" : {e}') from None
         root, is_file = roots[m.volume]
@@ -95,7 +95,7 @@ def _mounts(pod: PodPlan) -> list[v.Mount]:
 
 
 def _prepare(m: v.Mount, own: Path, claims: Mapping[str, Obj], objects: Mapping[tuple[str, str], Obj], stored: Obj,
-             pod: PodPlan, home: Home, tmpfs: list[Tmpfs]) -> tuple[Path, bool]:
+             pod: PodPlan, home: Home, tmpfs: list[Tmpfs], user: User) -> tuple[Path, bool]:
     """The volume's root on this machine, made ready; VolumeError in the kubelet's words."""
     if m.kind == v.PVC:
         claim = claims.get(m.source.get("claimName", ""))
@@ -107,7 +107,7 @@ def _prepare(m: v.Mount, own: Path, claims: Mapping[str, Obj], objects: Mapping[
         _own(root, pod.fs_group, m.read_only)
         return root, False
     if m.kind == v.HOST_PATH:
-        return _host_path(m.source.get("path", ""), m.source.get("type") or "")
+        return _host_path(m.source.get("path", ""), m.source.get("type") or "", user, pod.fs_group)
     if m.kind == v.EMPTY_DIR:
         shutil.rmtree(own, ignore_errors=True)  # every pod starts with an empty one
         own.mkdir(parents=True)
@@ -123,6 +123,8 @@ def _prepare(m: v.Mount, own: Path, claims: Mapping[str, Obj], objects: Mapping[
     os.chmod(own, 0o755)
     for path, (content, mode) in v.files(m.kind, m.source, objects, stored).items():
         target = own / path
+        if not Path(os.path.normpath(target)).is_relative_to(own) or target == own:
+            raise v.VolumeError(f'invalid file name "{path}": it must stay inside the volume')
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
         os.chmod(target, mode)
@@ -130,22 +132,50 @@ def _prepare(m: v.Mount, own: Path, claims: Mapping[str, Obj], objects: Mapping[
     return own, False
 
 
-def _host_path(path: str, kind: str) -> tuple[Path, bool]:
-    """The kubelet's hostPath type check, making what an `...OrCreate` type asks for."""
-    p = Path(path)
-    if kind == names.HOST_PATH_DIRECTORY_OR_CREATE and not p.exists():
-        p.mkdir(mode=0o755, parents=True)
-    elif kind == names.HOST_PATH_FILE_OR_CREATE and not p.exists():
-        try:
-            p.touch(mode=0o644)
-        except FileNotFoundError:
-            raise v.VolumeError(f"open {path}: no such file or directory") from None
-    found = _what(p)
+def _host_path(path: str, kind: str, user: User, fs_group: int | None) -> tuple[Path, bool]:
+    """The kubelet's hostPath type check, making what an `...OrCreate` type asks for. The bind is made as
+    root, so it would reach past directories closed to the pod's user (its MPIJOB_HOME, say): a hostPath
+    gives a pod only what its user may reach, and it makes a missing path only where its user may, as
+    its own (the kubelet makes it as root: here the user could not then write it)."""
+    real = Path(os.path.realpath(path))
+    for parent in reversed(real.parents):
+        if parent.exists() and not _may(user, parent, os.X_OK):
+            raise v.VolumeError(f"hostPath {path}: uid {user.uid} may not enter {parent}; a hostPath reaches only "
+                                "what the pod's user may reach on this machine")
+    if kind in (names.HOST_PATH_DIRECTORY_OR_CREATE, names.HOST_PATH_FILE_OR_CREATE) and not real.exists():
+        _create(real, kind == names.HOST_PATH_FILE_OR_CREATE, user, fs_group, path)
+    found = _what(real)
     if why := v.host_path_problem(path, kind, found):
         raise v.VolumeError(why)
     if not found:
         raise v.VolumeError(f"{path}: no such file or directory")
-    return p, found != "directory"
+    return real, found != "directory"
+
+
+def _may(user: User, path: Path, bit: int) -> bool:
+    """Whether the pod's user may read, write or enter (`bit`) `path` by its mode bits."""
+    if user.uid == 0:
+        return True
+    st = path.stat()
+    shift = 6 if st.st_uid == user.uid else 3 if st.st_gid in (user.gid, *user.groups) else 0
+    return (st.st_mode >> shift) & bit == bit
+
+
+def _create(real: Path, file: bool, user: User, fs_group: int | None, path: str) -> None:
+    """A DirectoryOrCreate's directories (0755) or a FileOrCreate's file (0644, in an existing directory),
+    made where the pod's user may write, owned by it."""
+    missing = [p for p in [real, *real.parents] if not p.exists()][::-1]
+    if file and len(missing) > 1:
+        raise v.VolumeError(f"open {path}: no such file or directory")
+    if not _may(user, missing[0].parent, os.W_OK | os.X_OK):
+        raise v.VolumeError(f"hostPath {path}: uid {user.uid} may not create it in {missing[0].parent}")
+    group = fs_group if fs_group is not None else user.gid
+    for p in missing:
+        if file:
+            p.touch(mode=0o644)
+        else:
+            p.mkdir(mode=0o755)
+        os.chown(p, user.uid, group)
 
 
 def _what(p: Path) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import logging
 import time
 
@@ -141,7 +142,8 @@ class MPIJobController(TrainJobController):
         """Kueue evicted its Workload: stopped whole, its pods deleted, then held until it is admitted again."""
         await super().evict(job, message)
         current = self.store.try_get(MPIJOBS, job["metadata"]["namespace"], job["metadata"]["name"])
-        if current is not None and current["metadata"]["uid"] == job["metadata"]["uid"] and not status.finished(current):
+        same = current is not None and current["metadata"]["uid"] == job["metadata"]["uid"]
+        if current is not None and same and not status.finished(current):
             self._hold(current)
 
     def _pods(self, tj: Obj) -> list[Obj]:
@@ -198,8 +200,8 @@ class MPIJobController(TrainJobController):
                      outcome.message)
         job = self.store.update(MPIJOBS, job, status=True)
         self._sync_workload(job, finished=True)  # its quota goes back to the queue
-        self.accounting.finished(job, outcome)
         ended = status.condition(job, status.SUCCEEDED if outcome.succeeded else status.FAILED) or {}
+        self.accounting.finished(job, dataclasses.replace(outcome, reason=ended.get("reason", reason)))  # its words
         events.record(self.store, job, outcome.failure or ended.get("reason", reason), ended.get("message", ""),
                       warning=not outcome.succeeded)
 

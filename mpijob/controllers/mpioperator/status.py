@@ -1,6 +1,7 @@
 """An MPIJob's status as MPI Operator writes it (`pkg/controller/mpi_job_controller{,_status}.go`):
-conditions `Created`, `Suspended`, `Running`, `Succeeded`, `Failed` with its reasons and messages, `replicaStatuses`
-per replica type from the pods, `startTime` and `completionTime`. Pure: the caller stores the result."""
+conditions `Created`, `Suspended`, `Running`, `Succeeded`, `Failed` with its reasons and messages,
+`replicaStatuses` per replica type from the pods, `startTime` and `completionTime`. Pure: the caller stores
+the result."""
 
 from __future__ import annotations
 
@@ -109,7 +110,8 @@ def suspended(job: Obj, pods: list[Obj]) -> bool:
     meta, status = job["metadata"], job.setdefault("status", {})
     status["replicaStatuses"] = replica_statuses(pods)
     changed = set_condition(job, SUSPENDED, True, names.MPIJOB_SUSPENDED, names.MPIJOB_SUSPENDED_MESSAGE)
-    set_condition(job, RUNNING, False, names.MPIJOB_SUSPENDED, f"MPIJob {meta['namespace']}/{meta['name']} is suspended.")
+    set_condition(job, RUNNING, False, names.MPIJOB_SUSPENDED,
+                  f"MPIJob {meta['namespace']}/{meta['name']} is suspended.")
     return changed
 
 
