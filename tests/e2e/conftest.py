@@ -59,3 +59,27 @@ def trainer(server: ServerInfo) -> Iterator[TrainerClient]:
         yield TrainerClient(KubernetesBackendConfig(config_file=str(server.kubeconfig), namespace="default"))
     finally:
         k8s_client.Configuration.set_default(previous)
+
+
+@pytest.fixture(scope="session")
+def roomy_queue(api: httpx.Client) -> Iterator[Callable[[str], None]]:
+    """`roomy_queue(namespace)`: the namespace's `user-queue` (where an unlabelled job goes) points to a
+    ClusterQueue as large as MPI Operator's examples ask (up to 5 CPUs and 2 GPUs): the machine's own queue
+    could never admit them, and the server refuses such a job up front (Kueue's never-fits check)."""
+    kueue, name, gpu = "kueue.x-k8s.io/v1beta2", "ee-roomy", "nvidia.com/gpu"
+    quotas = [{"name": "cpu", "nominalQuota": 64}, {"name": "memory", "nominalQuota": "256Gi"},
+              {"name": gpu, "nominalQuota": 8}]
+    cq = {"apiVersion": kueue, "kind": "ClusterQueue", "metadata": {"name": name},
+          "spec": {"namespaceSelector": {}, "resourceGroups": [{
+              "coveredResources": ["cpu", "memory", gpu], "flavors": [{"name": "default-flavor", "resources": quotas}]}]}}
+    r = api.post(f"/apis/{kueue}/clusterqueues", json=cq)
+    assert r.status_code == 201, r.text
+
+    def point(namespace: str) -> None:
+        lq = {"apiVersion": kueue, "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": namespace},
+              "spec": {"clusterQueue": name}}
+        r = api.post(f"/apis/{kueue}/namespaces/{namespace}/localqueues", json=lq)
+        assert r.status_code == 201, r.text
+
+    yield point
+    api.delete(f"/apis/{kueue}/clusterqueues/{name}")

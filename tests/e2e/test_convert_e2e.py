@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -20,8 +20,6 @@ Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 MPIJOB = Path(sys.executable).parent / "mpijob"
 EXAMPLES = sorted((UPSTREAM / "mpi-operator").glob("example_*.yaml"))
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-GPU = "nvidia.com/gpu"
-QUEUE = "ee-conv-roomy"
 
 
 def converted(path: Path) -> str:
@@ -32,30 +30,12 @@ def converted(path: Path) -> str:
     return p.stdout
 
 
-@pytest.fixture(scope="module")
-def roomy_queue(api: httpx.Client) -> Iterator[str]:
-    """A ClusterQueue as large as the examples ask (up to 5 CPUs and 2 GPUs): the machine's own queue could
-    never admit them, and the server refuses such a job up front (Kueue's never-fits check)."""
-    cq = {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": QUEUE},
-          "spec": {"namespaceSelector": {}, "resourceGroups": [{
-              "coveredResources": ["cpu", "memory", GPU],
-              "flavors": [{"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": 64},
-                                                                   {"name": "memory", "nominalQuota": "256Gi"},
-                                                                   {"name": GPU, "nominalQuota": 8}]}]}]}}
-    r = api.post(f"/apis/{KUEUE_API}/clusterqueues", json=cq)
-    assert r.status_code == 201, r.text
-    yield QUEUE
-    api.delete(f"/apis/{KUEUE_API}/clusterqueues/{QUEUE}")
-
-
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_every_upstream_example_is_admitted(kubectl: Kubectl, api: httpx.Client, roomy_queue: str,
+def test_every_upstream_example_is_admitted(kubectl: Kubectl, api: httpx.Client, roomy_queue: Callable[[str], None],
                                             path: Path) -> None:
     ns = "ee-conv-up-" + path.stem.removeprefix("example_").replace("_", "-")
     kubectl("create", "namespace", ns)
-    lq = {"apiVersion": KUEUE_API, "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": ns},
-          "spec": {"clusterQueue": roomy_queue}}  # the queue an unlabelled TrainJob goes to
-    assert api.post(f"/apis/{KUEUE_API}/namespaces/{ns}/localqueues", json=lq).status_code == 201
+    roomy_queue(ns)
     out = converted(path)
     docs = list(yaml.safe_load_all(out))
     assert [d["kind"] for d in docs] == ["TrainingRuntime", "TrainJob"]
