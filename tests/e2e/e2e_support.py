@@ -104,7 +104,21 @@ def wait_finished(c: httpx.Client, name: str, namespace: str = "default", timeou
         tj = get_trainjob(c, name, namespace)
         return tj if finished(tj) else None
 
-    return wait_for(probe, f"TrainJob {namespace}/{name} to finish", timeout)
+    try:
+        return wait_for(probe, f"TrainJob {namespace}/{name} to finish", timeout)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{job_state(c, name, namespace)}") from e
+
+
+def job_state(c: httpx.Client, name: str, namespace: str = "default", tail: int = 20) -> str:
+    """What a job's pods are doing and last said: the evidence a hung job's test failure should carry."""
+    r = c.get(f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": f"{JOBSET}={name}"})
+    out = []
+    for pod in r.json().get("items", []) if r.status_code == 200 else []:
+        pod_name = pod["metadata"]["name"]
+        log = c.get(f"/api/v1/namespaces/{namespace}/pods/{pod_name}/log", params={"tailLines": str(tail)})
+        out.append(f"--- pod {pod_name} ({pod.get('status', {}).get('phase')}), its last lines:\n{log.text}")
+    return "\n".join(out) or f"no pods of {name} (pods answered {r.status_code})"
 
 
 def wait_log(c: httpx.Client, pod: str, want: Callable[[str], bool], namespace: str = "default",
