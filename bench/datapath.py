@@ -1,0 +1,153 @@
+"""The data path is the bare one: two-rank MPI ping-pong (8 B latency, 1 MiB bandwidth) inside the
+local cluster against the same program under a bare `mpirun` on the same machine, in the same run.
+
+    .venv/bin/python bench/datapath.py [--runs N] [--iters I]
+
+Two placements, each with its own bare baseline:
+* `one_pod`  — a TrainJob with numNodes 1, numProcPerNode 2 (both ranks in the launcher pod) against
+  `mpirun -np 2` (two local ranks, shared-memory transport on both sides).
+* `one_pod_no_yield` — the same job with trainer.env `OMPI_MCA_mpi_yield_when_idle=0`: the hostfile of
+  `numNodes: 1` holds two hosts (node + launcher) of 2 slots on a 2-core machine, so the cluster sets
+  yield-when-idle (it cannot see `-np 2`); this side shows the data path without that choice.
+* `two_pods` — numNodes 2, numProcPerNode 1 (launcher + one node pod, one rank each) against
+  `mpirun -np 2 --mca btl tcp,self` (two local ranks forced onto TCP over loopback, the transport two
+  pods of one machine use). What differs: the bare side's second rank is not launched over ssh and both
+  ranks share one address.
+Prints one JSON object (bench/README.md); exit 1 when something failed to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from surfaces import (  # noqa: E402 — the sibling module, found whether run from the repo root or bench/
+    NAMESPACE,
+    PYTHON,
+    BenchError,
+    alternate,
+    create,
+    delete_all,
+    launcher_pod,
+    raw_client,
+    stats,
+    wait_complete,
+    wait_runtime,
+)
+
+from mpijob.store import supervisor  # noqa: E402
+from mpijob.store.home import Home  # noqa: E402
+
+PROGRAM = str(Path(__file__).resolve().parent / "pingpong.py")
+TARGET_RATIO = 1.05
+TCP = ["--mca", "btl", "tcp,self"]
+NO_YIELD = {"OMPI_MCA_mpi_yield_when_idle": "0"}
+# name: (numNodes, numProcPerNode, trainer.env, bare mpirun's extra arguments)
+PLACEMENTS: dict[str, tuple[int, int, dict[str, str], list[str]]] = {
+    "one_pod": (1, 2, {}, []),
+    "one_pod_no_yield": (1, 2, NO_YIELD, []),
+    "two_pods": (2, 1, {}, TCP),
+}
+
+
+def pingpong(iters: int) -> list[str]:
+    return [PYTHON, PROGRAM, "--iters", str(iters)]
+
+
+def result(text: str) -> dict[str, Any]:
+    """The `PINGPONG {json}` line rank 0 printed."""
+    for line in text.splitlines():
+        if line.startswith("PINGPONG "):
+            return json.loads(line[len("PINGPONG "):])
+    raise BenchError(f"no PINGPONG line in:\n{text[-2000:]}")
+
+
+def run_job(http: Any, nodes: int, procs: int, env: dict[str, str], iters: int) -> dict[str, Any]:
+    """One TrainJob running the ping-pong; its rank 0 result."""
+    name = f"pp-{uuid.uuid4().hex[:6]}"
+    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+           "metadata": {"name": name, "namespace": NAMESPACE},
+           "spec": {"runtimeRef": {"name": "mpi-distributed"},
+                    "trainer": {"numNodes": nodes, "numProcPerNode": procs,
+                                "command": ["mpirun", "-np", "2", *pingpong(iters)],
+                                "env": [{"name": k, "value": v} for k, v in env.items()]}}}
+    create(http, job)
+    wait_complete(http, [name], timeout=600)
+    log = http.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{launcher_pod(http, name)}/log").text
+    delete_all(http, [name])
+    return result(log)
+
+
+def run_bare(extra: list[str], iters: int) -> dict[str, Any]:
+    """The same program under the machine's mpirun, outside the cluster."""
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}
+    out = subprocess.run(["mpirun", "-np", "2", *extra, *pingpong(iters)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise BenchError(f"bare mpirun exited {out.returncode}:\n{out.stderr[-2000:]}")
+    return result(out.stdout)
+
+
+def measure(http: Any, runs: int, iters: int) -> dict[str, Any]:
+    """Per placement: latency and bandwidth of ours and the baseline, and their ratios."""
+    report: dict[str, Any] = {}
+    for placement, (nodes, procs, env, extra) in PLACEMENTS.items():
+        seen: dict[str, list[dict[str, Any]]] = {"ours": [], "baseline": []}
+
+        def side(name: str, run: Any) -> Any:
+            def once() -> float:
+                seen[name].append(run())
+                return seen[name][-1]["latency_us"]
+            return once
+
+        alternate(runs, {"ours": side("ours", lambda: run_job(http, nodes, procs, env, iters)),
+                         "baseline": side("baseline", lambda: run_bare(extra, iters))})
+        lat = {k: stats([r["latency_us"] for r in v], 2) for k, v in seen.items()}
+        bw = {k: stats([r["bandwidth_MBps"] for r in v], 1) for k, v in seen.items()}
+        lat_ratio = lat["ours"]["median"] / lat["baseline"]["median"]
+        bw_ratio = bw["baseline"]["median"] / bw["ours"]["median"]  # >1 when ours is slower
+        report[placement] = {
+            "numNodes": nodes, "numProcPerNode": procs, "trainer_env": env, "bare_mpirun_extra": extra,
+            "latency_us": lat, "bandwidth_MBps": bw,
+            "ratio_latency_ours_to_bare": round(lat_ratio, 3),
+            "ratio_bandwidth_bare_to_ours": round(bw_ratio, 3),
+            "meets_target": lat_ratio <= TARGET_RATIO and bw_ratio <= TARGET_RATIO,
+            "hosts_ours": seen["ours"][0]["hosts"],
+        }
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=10000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="mpijob-datapath-") as tmp:
+        home = Home(Path(tmp) / "home")
+        info = supervisor.start(home, timeout=60)
+        try:
+            with raw_client(info.kubeconfig) as http:
+                wait_runtime(http)
+                report = measure(http, args.runs, args.iters)
+        except BenchError as e:
+            print(f"bench/datapath.py: {e}", file=sys.stderr)
+            return 1
+        finally:
+            supervisor.stop(home)
+    print(json.dumps({"runs": args.runs, "iters": args.iters, "cores": len(os.sched_getaffinity(0)),
+                      "sandbox_mode": info.sandbox_mode, "target_ratio": TARGET_RATIO, **report,
+                      "meets_target": all(r["meets_target"] for r in report.values())}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
