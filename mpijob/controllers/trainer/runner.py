@@ -42,7 +42,6 @@ READY_TIMEOUT_ENV = "MPIJOB_READY_TIMEOUT"  # otherwise (docs/troubleshooting.md
 LOG_TAIL = 200  # lines of the launcher's log the failure classifier reads
 PROBE_INTERVAL = 0.01
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL when tearing a job down
-DEFAULT_GRACE = 30  # a pod's terminationGracePeriodSeconds when its spec sets none (Kubernetes' default)
 ROOT_ALLOWANCE = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
@@ -373,7 +372,12 @@ class JobRunner:
         for p in live.values():
             p.kill(signal.SIGTERM)
         if live:
-            await asyncio.gather(*(self._end(p, self._grace(key.pod)) for key, p in live.items()))
+            await asyncio.wait([asyncio.ensure_future(p.proc.wait()) for p in live.values()],
+                                            timeout=STOP_GRACE)
+            for p in live.values():
+                if p.proc.returncode is None:
+                    p.kill(signal.SIGKILL)
+            await asyncio.gather(*(p.proc.wait() for p in live.values()))
         ns = self.plan.namespace
         for key, proc in self.procs.items():
             if key.role is not Role.CONTAINER:
@@ -399,24 +403,6 @@ class JobRunner:
         if self.network:
             await self.network.close()
             self.network = None
-
-    def _grace(self, pod: str) -> float:
-        """Seconds between SIGTERM and SIGKILL: a pod stopped from outside for its job to run again or go
-        away (suspension, eviction, preemption, deletion) gets its terminationGracePeriodSeconds
-        (Kubernetes' 30 by default) to write a checkpoint (docs/checkpointing.md); any other end is quick."""
-        if not self.stopped or self.stopped.then is Then.FAIL:
-            return STOP_GRACE
-        plan = next((p for p in self.plan.pods if p.name == pod), None)
-        return float(plan.pod_spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE) if plan else STOP_GRACE)
-
-    @staticmethod
-    async def _end(proc: pods.PodProcess, grace: float) -> None:
-        """Wait up to `grace` seconds for an already signalled process, then SIGKILL it."""
-        try:
-            await asyncio.wait_for(asyncio.shield(proc.proc.wait()), timeout=grace)
-        except asyncio.TimeoutError:
-            proc.kill(signal.SIGKILL)
-            await proc.proc.wait()
 
     def _check_stop(self) -> None:
         if self.stopped:
