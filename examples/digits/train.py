@@ -84,6 +84,7 @@ steps = comm.allreduce(len(x_shard) // BATCH, op=MPI.MIN)
 rng = np.random.default_rng(1000 + rank)
 grads = np.empty(features * classes + classes)
 epoch = int(start[0])
+train_start = time.perf_counter()  # the training loop's own wall time, printed at the end (bench/scaling.py)
 while epoch < EPOCHS:
     order = rng.permutation(len(x_shard))
     for step in range(steps):
@@ -112,6 +113,7 @@ while epoch < EPOCHS:
 
 acc = accuracy(w, b, x_test, y_test)
 if rank == 0:
+    print(f"train time {time.perf_counter() - train_start:.3f} s", flush=True)
     print(f"final test accuracy {acc:.4f} (target {TARGET}, {size} ranks, {EPOCHS} epochs, batch {BATCH})",
           flush=True)
 sys.exit(0 if acc >= TARGET else 1)

@@ -22,6 +22,13 @@ ANNOTATION_FIELD = f"metadata.annotations[{names.ANNOTATION_MPI_IMPLEMENTATION}]
 HYDRA_CONFIG_VARIABLE = "HYDRA_CONFIG_FILE"
 HYDRA_CONFIG_FILE = ".mpiexec.conf"
 HYDRA_CONFIG = "-prepend-rank\n"
+# Every implementation's launchers and daemons, by program name: Open MPI 4 (ORTE), Open MPI 5 (PRRTE),
+# Hydra (MPICH, Intel MPI). They pass signals on their own terms (an aborting job's ranks get SIGKILL), so
+# a pod stopped gracefully signals the ranks below them (controllers/kubelet/workload.py).
+LAUNCH_PROCESSES = frozenset({
+    "mpirun", "mpiexec", "orterun", "orted", "ompirun_wrapper", "prte", "prterun", "prted",
+    "mpiexec.hydra", "hydra_pmi_proxy", "hydra_bstrap_proxy",
+})
 
 
 @dataclass(frozen=True)

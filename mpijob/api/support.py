@@ -151,6 +151,8 @@ RUNTIME: dict[str, Rule] = {
     f"{_POD}.initContainers": _r(f"init containers are {_NOT_RUN} yet"),
     f"{_POD}.ephemeralContainers": _r(f"ephemeral containers are {_NOT_RUN}"),
     f"{_POD}.activeDeadlineSeconds": _r("use the TrainJob's spec.activeDeadlineSeconds"),
+    # what a pod stopped from outside has between SIGTERM to its workload and SIGKILL (docs/checkpointing.md)
+    f"{_POD}.terminationGracePeriodSeconds": _h(),
     f"{_POD}.hostAliases": _r("the pod's /etc/hosts is Trainer's host names only; remove hostAliases"),
     f"{_CTR}": _w(f"{_NOT_RUN} on one machine"),
     f"{_CTR}.name": _h(),

@@ -95,6 +95,8 @@ PROOF = {
         f"{POD}.volumes[].downwardAPI": f"{VOL}::{VOL_FILES}",
         f"{POD}.volumes[].projected": f"{VOL}::{VOL_FILES}",
         f"{CTR}.volumeMounts": f"{VOL}::test_a_read_only_mount_refuses_writes_and_a_sub_path_shows_part_of_the_claim",
+        f"{POD}.terminationGracePeriodSeconds":
+            "e2e/test_graceful_stop.py::test_a_rank_ignoring_sigterm_is_killed_when_the_grace_period_ends",
     },
 }
 

@@ -1,12 +1,14 @@
 """The reference workloads of examples/ run on the local cluster as they are shipped: the mpi4py
-collectives with their checks on 3 nodes, and the digits classifier (allreduced gradients) reaching its
-stated accuracy on 2 nodes and resuming from its checkpoint on a claim after a suspension."""
+collectives with their checks on 3 nodes, and the digits classifier (allreduced gradients, its program in
+a ConfigMap) reaching its stated accuracy on 2 nodes and, preempted by a higher-priority job, writing a
+checkpoint on SIGTERM to its claim and resuming from it once re-admitted."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from e2e_support import (
     TRAINER,
     condition,
     create,
+    events_of,
     job_pods,
     launcher_of,
     pod_log,
@@ -31,6 +34,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MERGE = {"Content-Type": "application/merge-patch+json"}
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 PVCS = f"/api/v1/namespaces/{NS}/persistentvolumeclaims"
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 
 
 @pytest.fixture(scope="module")
@@ -49,17 +53,45 @@ def launcher_log(c: httpx.Client, name: str) -> str:
     return pod_log(c, launcher_of(job_pods(c, name, NS))["metadata"]["name"], NS)
 
 
+@pytest.fixture(scope="module")
+def digits_code(api: httpx.Client, namespace: str) -> str:
+    """The ConfigMap the digits job mounts its program from, made as its README says."""
+    code = {"metadata": {"name": "digits-code"}, "data": {"train.py": (EXAMPLES / "digits" / "train.py").read_text()}}
+    r = api.post(f"/api/v1/namespaces/{namespace}/configmaps", json=code)
+    assert r.status_code == 201, r.text
+    return "digits-code"
+
+
 def digits_job(name: str, claim: str, env: dict[str, str]) -> dict:
-    """examples/digits/digits.yaml's TrainJob, renamed, its claim renamed, train.py at this checkout's path."""
+    """examples/digits/digits.yaml's TrainJob, renamed, its claim renamed, `env` added to its trainer.env."""
     job = documents(EXAMPLES / "digits" / "digits.yaml")[1]
     job["metadata"]["name"] = name
     trainer = job["spec"]["trainer"]
-    trainer["command"] = ["mpirun", "python", str(EXAMPLES / "digits" / "train.py")]
     given = {e["name"]: e["value"] for e in trainer["env"]} | env
     trainer["env"] = [{"name": k, "value": v} for k, v in given.items()]
     for rjob in job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]:
         rjob["template"]["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] = claim
     return job
+
+
+def follow(c: httpx.Client, pod: str, namespace: str) -> Callable[[], str]:
+    """Follow a pod's log from now until its container ends; the returned call waits for that and gives
+    the whole log (a pod deleted with its job takes its log with it, as in Kubernetes)."""
+    chunks: list[str] = []
+
+    def read() -> None:
+        url = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
+        with c.stream("GET", url, params={"follow": "true"}, timeout=None) as r:
+            chunks.extend(r.iter_text())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+
+    def whole() -> str:
+        reader.join(timeout=120)
+        assert not reader.is_alive(), f"{pod}'s log did not end"
+        return "".join(chunks)
+    return whole
 
 
 def make_claim(c: httpx.Client, name: str) -> None:
@@ -87,7 +119,7 @@ def test_collectives_on_three_nodes(api: httpx.Client, namespace: str) -> None:
     assert "collectives ok: bcast scatter reduce allreduce gather allgather checked on 3 ranks (6 per rank)" in log
 
 
-def test_digits_reaches_stated_accuracy_on_two_nodes(api: httpx.Client, namespace: str) -> None:
+def test_digits_reaches_stated_accuracy_on_two_nodes(api: httpx.Client, namespace: str, digits_code: str) -> None:
     make_claim(api, "digits-acc")
     create(api, digits_job("digits-acc", "digits-acc", {}), namespace)
     done = wait_finished(api, "digits-acc", namespace, timeout=240)
@@ -97,28 +129,58 @@ def test_digits_reaches_stated_accuracy_on_two_nodes(api: httpx.Client, namespac
     assert "2 ranks" in log and "checkpoint: epoch 30 -> /checkpoints/digits.npz" in log, log
 
 
-def test_digits_resumes_from_checkpoint_after_suspension(api: httpx.Client, namespace: str) -> None:
+def preempting_queue(c: httpx.Client, namespace: str) -> None:
+    """LocalQueue `preempt` on a ClusterQueue of one CPU that preempts lower priorities, and the
+    WorkloadPriorityClasses `examples-low` and `examples-high`."""
+    cq = {"metadata": {"name": "examples-preempt"}, "spec": {
+        "namespaceSelector": {}, "preemption": {"withinClusterQueue": "LowerPriority"},
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": "1"}]}]}]}}
+    assert c.post(f"{KUEUE}/clusterqueues", json=cq).status_code == 201
+    lq = {"metadata": {"name": "preempt"}, "spec": {"clusterQueue": "examples-preempt"}}
+    assert c.post(f"{KUEUE}/namespaces/{namespace}/localqueues", json=lq).status_code == 201
+    for name, value in (("examples-low", 10), ("examples-high", 1000)):
+        r = c.post(f"{KUEUE}/workloadpriorityclasses", json={"metadata": {"name": name}, "value": value})
+        assert r.status_code in (201, 409), r.text
+
+
+def queued(job: dict, priority: str) -> dict:
+    """`job` in queue `preempt` at `priority`, half a CPU per pod: its launcher and node fill the queue."""
+    job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "preempt", "kueue.x-k8s.io/priority-class": priority}
+    job["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"cpu": "500m"}}
+    return job
+
+
+def test_digits_preempted_checkpoints_on_sigterm_and_resumes(api: httpx.Client, namespace: str,
+                                                             digits_code: str) -> None:
     name = "digits-resume"
+    preempting_queue(api, namespace)
     make_claim(api, name)
-    create(api, digits_job(name, name, {"EPOCH_SLEEP": "1"}), namespace)
+    create(api, queued(digits_job(name, name, {"EPOCH_SLEEP": "1"}), "examples-low"), namespace)
     first = wait_launcher(api, name, namespace)
+    first_log = follow(api, first, namespace)
     wait_log(api, first, lambda text: "checkpoint: epoch 2 " in text, namespace)
-    r = api.patch(f"{TRAINER}/namespaces/{namespace}/trainjobs/{name}", json={"spec": {"suspend": True}},
-                  headers=MERGE)
-    assert r.status_code == 200, r.text
-    wait_for(lambda: not job_pods(api, name, namespace), f"{name}'s pods to go after suspension", timeout=120)
-    r = api.patch(f"{TRAINER}/namespaces/{namespace}/trainjobs/{name}", json={"spec": {"suspend": False}},
-                  headers=MERGE)
-    assert r.status_code == 200, r.text
+    high = queued(documents(EXAMPLES / "pi.yaml")[0], "examples-high")
+    high["spec"]["trainer"]["numNodes"] = 2
+    create(api, high, namespace)
+
+    # The preempted job's ranks were told (SIGTERM), finished their epoch and wrote a checkpoint.
+    stopped = re.search(r"SIGTERM: stopped after epoch (\d+), checkpoint written", first_log())
+    assert stopped, first_log()
+    reasons = {e["reason"]: e["message"] for e in events_of(api, name, namespace)}
+    assert "Preempted" in reasons, reasons
+    assert condition(wait_finished(api, "pi", namespace, timeout=180), "Complete")
+
+    # Re-admitted, it starts again from that checkpoint and still reaches the accuracy.
     done = wait_finished(api, name, namespace, timeout=300)
     log = launcher_log(api, name)
     assert condition(done, "Complete"), log
-    resumed = re.search(r"resumed from epoch (\d+)", log)
-    assert resumed and int(resumed.group(1)) >= 2, log
+    assert f"resumed from epoch {stopped.group(1)}" in log, log
     assert final_accuracy(log) >= 0.95, log
+    api.delete(f"{TRAINER}/namespaces/{namespace}/trainjobs/pi")
+    api.delete(f"{KUEUE}/clusterqueues/examples-preempt")
 
 
-KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 DRY = "examples-ref-dry"
 
 
@@ -169,8 +231,10 @@ def torch_installed() -> bool:
 def test_torch_ddp_runs_or_documents_its_install(api: httpx.Client, kubectl: Kubectl, namespace: str) -> None:
     path = EXAMPLES / "torch-ddp" / "torch-ddp.yaml"
     job = documents(path)[0]
-    job["spec"]["trainer"]["command"] = ["mpirun", "python", str(EXAMPLES / "torch-ddp" / "train.py")]
     if torch_installed():
+        code = {"metadata": {"name": "torch-ddp-code"},
+                "data": {"train.py": (EXAMPLES / "torch-ddp" / "train.py").read_text()}}
+        assert api.post(f"/api/v1/namespaces/{namespace}/configmaps", json=code).status_code == 201
         create(api, job, namespace)
         done = wait_finished(api, "torch-ddp", namespace, timeout=300)
         log = launcher_log(api, "torch-ddp")

@@ -16,7 +16,7 @@ from mpijob.api import Obj, failures, mpi_impl, names
 from mpijob.api.mpi_output import LauncherOutput, asks_for_tags, parse_rank_field
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.api.quantity import quantity_value
-from mpijob.controllers.kubelet import mpi_installs, pods, trainer_status
+from mpijob.controllers.kubelet import mpi_installs, pods, trainer_status, workload
 from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
 from mpijob.controllers.kubelet.network import JobNetwork, namespace_name
 from mpijob.controllers.kubelet.sandbox import (
@@ -148,6 +148,7 @@ class JobRunner:
         self.cgroups: dict[str, PodCgroup] = {}  # pod name → its cgroup (namespace mode)
         self.usage: dict[str, Usage] = {}  # pod name → what it used, read at teardown (job accounting)
         self.stopped: Stop | None = None  # set by stop(): why the run was ended from outside
+        self.draining: asyncio.Task[None] | None = None  # a graceful stop's SIGTERM to the workload (stop())
         self.ready_timeout = float(os.environ.get(READY_TIMEOUT_ENV) or READY_TIMEOUT)
 
     # -- environment ---------------------------------------------------------------------------
@@ -368,6 +369,8 @@ class JobRunner:
 
     async def teardown(self, outcome: Outcome) -> None:
         """Stop what still runs, SIGTERM then SIGKILL, and write every pod's final status."""
+        if self.draining:  # a graceful stop's workload first: its checkpoints are being written
+            await self.draining
         live = {n: p for n, p in self.procs.items() if p.proc.returncode is None}
         for p in live.values():
             p.kill(signal.SIGTERM)
@@ -411,10 +414,34 @@ class JobRunner:
     def stop(self, why: Stop) -> None:
         """Abort (deletion, suspension, eviction, deadline, server shutdown), in any phase: a job still
         starting starts no further pod, a running one's supervise loop returns; teardown follows, every pod
-        it stops ends with `why.reason`, and `why.then` says what becomes of the TrainJob."""
+        it stops ends with `why.reason`, and `why.then` says what becomes of the TrainJob. A job that will run
+        again or is deleted is stopped gracefully (`_drain`); one that fails at once."""
         self.stopped = why
+        if why.then is Then.FAIL:
+            self._terminate()
+        elif not self.draining:
+            self.draining = asyncio.ensure_future(self._drain())
+
+    def _terminate(self) -> None:
         for p in self.procs.values():
             p.kill(signal.SIGTERM)
+
+    async def _drain(self) -> None:
+        """Every pod's workload (its ranks, the launcher's own program: `workload.py`) gets SIGTERM and its
+        pod's terminationGracePeriodSeconds to checkpoint and exit, then SIGKILL; the launcher, which then
+        passes the ranks' last lines on, a moment to end by itself; then the pods go (docs/checkpointing.md)."""
+        depth = 2 if self.mode == NAMESPACE else 0  # unshare and the namespace's init shell
+        stopping = []
+        for pod in self.plan.pods:
+            roots = [p.proc.pid for k, p in self.procs.items() if k.pod == pod.name and p.proc.returncode is None]
+            if found := workload.find(roots, depth):
+                grace = pod.pod_spec.get("terminationGracePeriodSeconds", workload.DEFAULT_GRACE_SECONDS)
+                stopping.append(workload.stop(found, float(grace)))
+        await asyncio.gather(*stopping)
+        launcher = self.procs.get(Proc(next(p.name for p in self.plan.pods if p.is_launcher)))
+        if stopping and launcher and launcher.proc.returncode is None:
+            await asyncio.wait([asyncio.ensure_future(launcher.proc.wait())], timeout=STOP_GRACE)
+        self._terminate()
 
     def kill(self, pod: str) -> None:
         """A pod deleted by hand: its container dies as a lost node would, and the job fails with it."""
