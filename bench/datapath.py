@@ -4,21 +4,23 @@ local cluster against the same program under a bare `mpirun` on the same machine
     .venv/bin/python bench/datapath.py [--runs N] [--iters I]
 
 Two placements, each with its own bare baseline:
-* `one_pod`  — a TrainJob with numNodes 1, numProcPerNode 2 (both ranks in the launcher pod) against
-  `mpirun -np 2` (two local ranks, shared-memory transport on both sides).
-* `one_pod_no_yield` — the same job with trainer.env `OMPI_MCA_mpi_yield_when_idle=0`: the hostfile of
-  `numNodes: 1` holds two hosts (node + launcher) of 2 slots on a 2-core machine, so the cluster sets
-  yield-when-idle (it cannot see `-np 2`); this side shows the data path without that choice.
-* `two_pods` — numNodes 2, numProcPerNode 1 (launcher + one node pod, one rank each) against
-  `mpirun -np 2 --mca btl tcp,self` (two local ranks forced onto TCP over loopback, the transport two
-  pods of one machine use). What differs: the bare side's second rank is not launched over ssh and both
-  ranks share one address.
+* `one_pod` — numNodes 1, numProcPerNode 2 on a TrainingRuntime the bench creates: `mpi-distributed`
+  with `runLauncherAsNode: false`, so the job has one node pod holding both ranks (hostfile: one host,
+  2 slots) and a launcher that only runs `mpirun`; against `mpirun -np 2` (shared memory on both sides).
+  On `mpi-distributed` itself (runLauncherAsNode) numNodes 1 gives a node pod and the launcher as two
+  hosts of 2 slots: 4 slots on a 2-core machine, so the cluster would set yield-when-idle (it cannot see
+  `-np 2`); the bench checks that the ranks saw no such setting (`yield_when_idle` in the result).
+* `two_pods` — numNodes 2, numProcPerNode 1 on `mpi-distributed` (launcher + one node pod, one rank
+  each) against `mpirun -np 2 --mca btl tcp,self` (two local ranks forced onto TCP over loopback, the
+  transport two pods of one machine use). What differs: the bare side's second rank is not launched
+  over ssh and both ranks share one address.
 Prints one JSON object (bench/README.md); exit 1 when something failed to run.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import subprocess
@@ -32,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from surfaces import (  # noqa: E402 — the sibling module, found whether run from the repo root or bench/
     NAMESPACE,
     PYTHON,
+    RUNTIME,
     BenchError,
     alternate,
     create,
@@ -49,12 +52,12 @@ from mpijob.store.home import Home  # noqa: E402
 PROGRAM = str(Path(__file__).resolve().parent / "pingpong.py")
 TARGET_RATIO = 1.05
 TCP = ["--mca", "btl", "tcp,self"]
-NO_YIELD = {"OMPI_MCA_mpi_yield_when_idle": "0"}
-# name: (numNodes, numProcPerNode, trainer.env, bare mpirun's extra arguments)
-PLACEMENTS: dict[str, tuple[int, int, dict[str, str], list[str]]] = {
-    "one_pod": (1, 2, {}, []),
-    "one_pod_no_yield": (1, 2, NO_YIELD, []),
-    "two_pods": (2, 1, {}, TCP),
+ONE_POD_RUNTIME = "mpi-one-pod"  # the bench's TrainingRuntime: mpi-distributed without runLauncherAsNode
+TRAINING_RUNTIMES = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{NAMESPACE}/trainingruntimes"
+# name: (runtimeRef, numNodes, numProcPerNode, bare mpirun's extra arguments)
+PLACEMENTS: dict[str, tuple[dict[str, str], int, int, list[str]]] = {
+    "one_pod": ({"name": ONE_POD_RUNTIME, "kind": "TrainingRuntime"}, 1, 2, []),
+    "two_pods": ({"name": "mpi-distributed"}, 2, 1, TCP),
 }
 
 
@@ -70,15 +73,27 @@ def result(text: str) -> dict[str, Any]:
     raise BenchError(f"no PINGPONG line in:\n{text[-2000:]}")
 
 
-def run_job(http: Any, nodes: int, procs: int, env: dict[str, str], iters: int) -> dict[str, Any]:
+def create_one_pod_runtime(http: Any) -> None:
+    """`mpi-distributed` as a TrainingRuntime of the bench's namespace, without runLauncherAsNode."""
+    cluster = http.get(RUNTIME).json()
+    spec = copy.deepcopy(cluster["spec"])
+    spec["mlPolicy"]["mpi"]["runLauncherAsNode"] = False
+    runtime = {"apiVersion": cluster["apiVersion"], "kind": "TrainingRuntime",
+               "metadata": {"name": ONE_POD_RUNTIME, "namespace": NAMESPACE,
+                            "labels": cluster["metadata"].get("labels") or {}}, "spec": spec}
+    resp = http.post(TRAINING_RUNTIMES, json=runtime)
+    if resp.status_code != 201:
+        raise BenchError(f"POST TrainingRuntime {ONE_POD_RUNTIME} answered {resp.status_code}: {resp.text[:1000]}")
+
+
+def run_job(http: Any, runtime: dict[str, str], nodes: int, procs: int, iters: int) -> dict[str, Any]:
     """One TrainJob running the ping-pong; its rank 0 result."""
     name = f"pp-{uuid.uuid4().hex[:6]}"
     job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
            "metadata": {"name": name, "namespace": NAMESPACE},
-           "spec": {"runtimeRef": {"name": "mpi-distributed"},
+           "spec": {"runtimeRef": runtime,
                     "trainer": {"numNodes": nodes, "numProcPerNode": procs,
-                                "command": ["mpirun", "-np", "2", *pingpong(iters)],
-                                "env": [{"name": k, "value": v} for k, v in env.items()]}}}
+                                "command": ["mpirun", "-np", "2", *pingpong(iters)]}}}
     create(http, job)
     wait_complete(http, [name], timeout=600)
     log = http.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{launcher_pod(http, name)}/log").text
@@ -100,7 +115,7 @@ def run_bare(extra: list[str], iters: int) -> dict[str, Any]:
 def measure(http: Any, runs: int, iters: int) -> dict[str, Any]:
     """Per placement: latency and bandwidth of ours and the baseline, and their ratios."""
     report: dict[str, Any] = {}
-    for placement, (nodes, procs, env, extra) in PLACEMENTS.items():
+    for placement, (runtime, nodes, procs, extra) in PLACEMENTS.items():
         seen: dict[str, list[dict[str, Any]]] = {"ours": [], "baseline": []}
 
         def side(name: str, run: Any) -> Any:
@@ -109,19 +124,20 @@ def measure(http: Any, runs: int, iters: int) -> dict[str, Any]:
                 return seen[name][-1]["latency_us"]
             return once
 
-        alternate(runs, {"ours": side("ours", lambda: run_job(http, nodes, procs, env, iters)),
+        alternate(runs, {"ours": side("ours", lambda: run_job(http, runtime, nodes, procs, iters)),
                          "baseline": side("baseline", lambda: run_bare(extra, iters))})
         lat = {k: stats([r["latency_us"] for r in v], 2) for k, v in seen.items()}
         bw = {k: stats([r["bandwidth_MBps"] for r in v], 1) for k, v in seen.items()}
         lat_ratio = lat["ours"]["median"] / lat["baseline"]["median"]
         bw_ratio = bw["baseline"]["median"] / bw["ours"]["median"]  # >1 when ours is slower
         report[placement] = {
-            "numNodes": nodes, "numProcPerNode": procs, "trainer_env": env, "bare_mpirun_extra": extra,
+            "runtime": runtime["name"], "numNodes": nodes, "numProcPerNode": procs, "bare_mpirun_extra": extra,
             "latency_us": lat, "bandwidth_MBps": bw,
             "ratio_latency_ours_to_bare": round(lat_ratio, 3),
             "ratio_bandwidth_bare_to_ours": round(bw_ratio, 3),
             "meets_target": lat_ratio <= TARGET_RATIO and bw_ratio <= TARGET_RATIO,
             "hosts_ours": seen["ours"][0]["hosts"],
+            "yield_when_idle_ours": sorted({str(r["yield_when_idle"]) for r in seen["ours"]}),
         }
     return report
 
@@ -137,6 +153,7 @@ def main() -> int:
         try:
             with raw_client(info.kubeconfig) as http:
                 wait_runtime(http)
+                create_one_pod_runtime(http)
                 report = measure(http, args.runs, args.iters)
         except BenchError as e:
             print(f"bench/datapath.py: {e}", file=sys.stderr)

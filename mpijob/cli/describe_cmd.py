@@ -35,7 +35,8 @@ def check_describe_format(fmt: str | None) -> None:
 
 
 def describe_trainjob(conn: "Connection", kind: str, name: str, fmt: str | None, namespace_given: bool) -> None:
-    """Spec summary, conditions, jobsStatus, pods and events of a TrainJob."""
+    """Spec summary, conditions, jobsStatus, pods and events of a TrainJob; on the local cluster, a hint
+    when a multi-node job's pods all share the machine (`placement_hint`)."""
     from mpijob.cli import views
 
     job = conn.get_trainjob(name)
@@ -49,6 +50,10 @@ def describe_trainjob(conn: "Connection", kind: str, name: str, fmt: str | None,
     runtime = conn.runtime_for(job)
     waiting = conn.run(waiting_messages(conn.namespace)).get(job["metadata"]["uid"], "")
     sys.stdout.write(views.describe_trainjob(job, pods, events, runtime, waiting=waiting))
+    from mpijob.cli.placement_hint import on_local_cluster, one_machine_hint
+
+    if (hint := one_machine_hint(job, pods, runtime)) and conn.run(on_local_cluster()):
+        sys.stdout.write(hint + "\n")
 
 
 Describer = Callable[["Connection", str, str, "str | None", bool], None]

@@ -54,9 +54,23 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # aborting job kills its ranks at once rather than after a grace period, so a failed rank fails the whole
 # job within the 2 seconds the local cluster promises; and mpirun tags each output line with its rank
 # (`[1,3]<stdout>:`), which `mpijob logs --rank` reads.
+#
+# Ranks are not bound to cores: a pod's CPU set is the affinity it starts with (`taskset`, for whole-CPU
+# requests), which Open MPI's binding ignores (4.1 and 5 bind to cores of the whole machine: a pod on core
+# 1 had its rank moved to core 0), and the ranks of two pods of one machine would each bind to core 0.
+# Unbound, a rank keeps its pod's CPU set; `--bind-to` on mpirun's command line or trainer.env still win.
 LOCAL_MCA = {
     "OMPI_MCA_odls_base_sigkill_timeout": "0",
     "OMPI_MCA_orte_tag_output": "1",
+    "OMPI_MCA_hwloc_base_binding_policy": "none",  # Open MPI 4.1
+    "PRTE_MCA_hwloc_default_binding_policy": "none",  # Open MPI 5 (PRRTE)
+}
+# In the namespace sandbox, MPI's session directories go to the pod's own /dev/shm, not the machine's /tmp
+# that pods share: named by PID (Open MPI 5's `prted.<pid>`), those of pods in their own PID namespaces
+# collide, and one left by a killed run under another user's UID made the next daemon exit 213.
+PRIVATE_SESSION_MCA = {
+    "OMPI_MCA_orte_tmpdir_base": "/dev/shm",
+    "PRTE_MCA_prte_tmpdir_base": "/dev/shm",
 }
 # In the process sandbox pods have no network of their own: MPI traffic stays on the host's loopback.
 LOOPBACK_MCA = {

@@ -24,6 +24,7 @@ from mpijob.controllers.kubelet.sandbox import (
     LOCAL_MCA,
     LOOPBACK_MCA,
     NAMESPACE,
+    PRIVATE_SESSION_MCA,
     PROCESS,
     SSH_PORT,
     YIELD_WHEN_IDLE,
@@ -132,7 +133,7 @@ class JobRunner:
         self.gpus = gpus or {}  # pod name → its GPU indices (disjoint across running pods)
         self.cores = cores or {}  # pod name → its CPU cores, when it asked for whole CPUs and they fit
         self.mode = files.mode
-        self.local_mca = {**LOCAL_MCA, **(LOOPBACK_MCA if self.mode == PROCESS else {}),
+        self.local_mca = {**LOCAL_MCA, **(LOOPBACK_MCA if self.mode == PROCESS else PRIVATE_SESSION_MCA),
                           **({YIELD_WHEN_IDLE: "1"} if yield_when_idle else {})}
         self.api_server = api_server
         # the runtime's MPI (api/mpi_impl.py) and this machine's install of it: first on PATH, its libraries found
