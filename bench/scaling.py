@@ -10,7 +10,9 @@ local cluster and under a bare `mpirun` on the same machine, in the same run.
 
 Three sides per rank count, alternated run by run:
 * `pods`    — numNodes R, numProcPerNode 1: one rank per pod, TCP between pods (how a user spreads ranks);
-* `one_pod` — numNodes 1, numProcPerNode R: every rank in the launcher pod, shared memory;
+* `one_pod` — numNodes 1, numProcPerNode R on datapath.py's `mpi-one-pod` TrainingRuntime (mpi-distributed
+  without runLauncherAsNode, created once): one node pod holds every rank (shared memory) and the launcher
+  only runs mpirun, so the hostfile has R slots, not R more for the launcher;
 * `bare`    — `mpirun -np R` outside the cluster (`--oversubscribe` when R exceeds the cores).
 
 `train_s` is the training loop's own wall time (train.py's `train time` line), so start-up is not in
@@ -35,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from surfaces import (  # noqa: E402 — the sibling module, found whether run from the repo root or bench/
+from datapath import ONE_POD_RUNTIME, create_one_pod_runtime  # noqa: E402
+from surfaces import (  # noqa: E402 — the sibling modules, found whether run from the repo root or bench/
     NAMESPACE,
     PYTHON,
     BenchError,
@@ -76,10 +79,11 @@ def settings(epochs: int, repeat: int) -> dict[str, str]:
 def run_job(http: Any, ranks: int, side: str, env: dict[str, str]) -> Obj:
     """One TrainJob of train.py on `ranks` ranks; its figures and submit → Complete."""
     nodes, procs = (ranks, 1) if side == "pods" else (1, ranks)
+    runtime = {"name": "mpi-distributed"} if side == "pods" else {"name": ONE_POD_RUNTIME, "kind": "TrainingRuntime"}
     name = f"scale-{uuid.uuid4().hex[:6]}"
     job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
            "metadata": {"name": name, "namespace": NAMESPACE},
-           "spec": {"runtimeRef": {"name": "mpi-distributed"},
+           "spec": {"runtimeRef": runtime,
                     "trainer": {"numNodes": nodes, "numProcPerNode": procs,
                                 "command": ["mpirun", "-np", str(ranks), PYTHON, TRAIN],
                                 "env": [{"name": k, "value": v} for k, v in env.items()]}}}
@@ -213,6 +217,7 @@ def main() -> int:
         try:
             with raw_client(info.kubeconfig) as http:
                 wait_runtime(http)
+                create_one_pod_runtime(http)
                 report = measure(http, args.runs, args.epochs, args.repeat)
         except BenchError as e:
             print(f"bench/scaling.py: {e}", file=sys.stderr)
