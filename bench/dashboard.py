@@ -341,7 +341,7 @@ def run(runs: int, sizes: list[int]) -> dict[str, Any]:
         finally:
             site.close()
             browsers.quit_all()
-            supervisor.stop(home, timeout=20)
+            supervisor.stop(home, timeout=20, drain=True)
     by_size = {r["jobs"]: r for r in results}
     hundred = by_size.get(100)
     return {

@@ -159,7 +159,7 @@ def main() -> int:
             print(f"bench/datapath.py: {e}", file=sys.stderr)
             return 1
         finally:
-            supervisor.stop(home)
+            supervisor.stop(home, drain=True)
     print(json.dumps({"runs": args.runs, "iters": args.iters, "cores": len(os.sched_getaffinity(0)),
                       "sandbox_mode": info.sandbox_mode, "target_ratio": TARGET_RATIO, **report,
                       "meets_target": all(r["meets_target"] for r in report.values())}, indent=2))

@@ -173,7 +173,7 @@ def main() -> int:
             print(f"bench/history.py: {exc}", file=sys.stderr)
             return 1
         finally:
-            supervisor.stop(home, timeout=20)
+            supervisor.stop(home, timeout=20, drain=True)
     out["cpus"] = os.cpu_count()
     print(json.dumps(out, indent=2))
     return 0

@@ -127,7 +127,7 @@ def main() -> int:
             return 1
         finally:
             for h in homes.values():
-                supervisor.stop(h, timeout=30)
+                supervisor.stop(h, timeout=30, drain=True)
     p50 = {side: statistics.median(v) for side, v in times.items()}
     out = {"seconds": args.seconds, "requests_per_side": len(times["on"]), "pods_sampled": 4,
            "sampling_on_p50_ms": round(p50["on"], 3), "sampling_off_p50_ms": round(p50["off"], 3),

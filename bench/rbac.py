@@ -105,7 +105,7 @@ def main() -> int:
             return 1
         finally:
             for h in homes.values():
-                supervisor.stop(h, timeout=20)
+                supervisor.stop(h, timeout=20, drain=True)
     p50 = {side: statistics.median(v) for side, v in times.items()}
     out = {"bindings": args.bindings, "requests_per_side": args.requests,
            "rbac_on_p50_ms": round(p50["on"], 3), "rbac_off_p50_ms": round(p50["off"], 3),

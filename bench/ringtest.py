@@ -118,7 +118,7 @@ def main() -> int:
             print(f"bench/ringtest.py: {e}", file=sys.stderr)
             return 1
         finally:
-            supervisor.stop(home)
+            supervisor.stop(home, drain=True)
     median = {k: stats(v, 5) for k, v in samples.items()}
     print(json.dumps({
         "runs": args.runs, "loops": args.loops, "ranks": RANKS, "cores": len(os.sched_getaffinity(0)),

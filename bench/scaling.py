@@ -223,7 +223,7 @@ def main() -> int:
             print(f"bench/scaling.py: {e}", file=sys.stderr)
             return 1
         finally:
-            supervisor.stop(home)
+            supervisor.stop(home, drain=True)
     out = {"runs": args.runs, "epochs": args.epochs, "batch_per_rank": 32, "repeat_strong": args.repeat,
            "repeat_weak_per_rank": args.repeat // max(RANKS), "cores": cores(), "cpu_count": os.cpu_count(),
            "sandbox_mode": info.sandbox_mode, **report, "total_s": round(time.perf_counter() - started, 1)}

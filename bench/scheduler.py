@@ -389,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench/scheduler.py: end-to-end part failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:
-        supervisor.stop(home)
+        supervisor.stop(home, drain=True)
         tmp.cleanup()
     print(json.dumps({"decision": decision, "end_to_end": end_to_end}, indent=2))
     return 0

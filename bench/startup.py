@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench/startup.py: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:
-        supervisor.stop(home)
+        supervisor.stop(home, drain=True)
         tmp.cleanup()
     print(json.dumps(result, indent=2))
     return 0

@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench/surfaces.py: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:
-        supervisor.stop(home)
+        supervisor.stop(home, drain=True)
         tmp.cleanup()
     result["total_s"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(result, indent=2))

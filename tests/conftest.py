@@ -42,7 +42,7 @@ class Servers:
 
     def stop_all(self) -> None:
         for h in self.started:
-            supervisor.stop(h, timeout=20)
+            supervisor.stop(h, timeout=20, drain=True)  # nothing of a test outlives its session
         self.started.clear()
 
 

@@ -74,6 +74,9 @@ REASON_FAILED_JOBS = "FailedJobs"  # JobSet's
 REASON_DEADLINE_EXCEEDED = "DeadlineExceeded"  # Trainer's activeDeadlineSeconds
 REASON_RUNTIME_NOT_SUPPORTED = "TrainingRuntimeNotSupported"  # Trainer's
 REASON_CONTROL_PLANE_RESTARTED = "ControlPlaneRestarted"  # ours: the local cluster's server went away mid-run
+# kube's terminated reason (exit 137) of a container the kubelet could not find after a restart; here a pod
+# whose supervisor is gone without recording its exit (the machine rebooted, or the supervisor was killed)
+REASON_CONTAINER_STATUS_UNKNOWN = "ContainerStatusUnknown"
 REASON_SUSPENDED = "Suspended"  # Trainer's, of the Suspended condition (and of the pods a suspension stops)
 REASON_RESUMED = "Resumed"  # Trainer's, of the Suspended condition turning False
 REASON_DELETED = "TrainJobDeleted"  # ours: the pods of a TrainJob deleted while it ran, until they go with it

@@ -68,6 +68,12 @@ class RunPlan:
     subdomain: str = ""  # JobSet network.subdomain, default the job name
 
 
+def plan_from_dict(d: dict) -> RunPlan:
+    """A plan from `dataclasses.asdict` of one (a run's record, read back by a restarted server);
+    TypeError when the record is of another version's fields."""
+    return RunPlan(**{**d, "pods": [PodPlan(**p) for p in d["pods"]]})
+
+
 def _upsert_env(env: list[dict], extra: list[dict]) -> list[dict]:
     """Trainer's UpsertEnvVars: a name already present is replaced in place, new names are appended."""
     out = [dict(e) for e in env]

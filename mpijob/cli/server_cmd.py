@@ -75,15 +75,60 @@ def run(
 
 
 @server_app.command("stop")
-def stop(timeout: Annotated[float, typer.Option(help="Seconds before SIGKILL.")] = 30) -> None:
-    """Stop the local cluster (jobs keep their records and logs; running ones are ended)."""
+def stop(
+    timeout: Annotated[float | None, typer.Option(
+        help="Seconds before SIGKILL (30; 120 with --drain, which leaves jobs their grace periods).")] = None,
+    drain: Annotated[bool, typer.Option(
+        "--drain", help="First wait for running jobs to end; stop those still running after --drain-timeout "
+                        "(SIGTERM to every rank, then their grace period): they run again at the next start.")] = False,
+    drain_timeout: Annotated[float, typer.Option(help="Seconds --drain waits for running jobs.")] = 600,
+) -> None:
+    """Stop the local cluster. Running jobs run on under their pods' supervisors and are re-adopted at the
+    next start (docs/restarts.md), unless --drain."""
     from mpijob.store import supervisor  # its imports (ssl, urllib, subprocess) only when used
 
     home = Home.default()
-    if supervisor.stop(home, timeout=timeout):
-        output.info(f"local cluster in {home.root} stopped")
-    else:
+    running = _running_jobs(home) if supervisor.status(home) else []
+    if drain and running:
+        running = _drain(home, running, drain_timeout)
+    if not supervisor.stop(home, timeout=timeout or (120 if drain else 30), drain=drain):
         output.info(f"local cluster in {home.root} is not running")
+    elif drain and running:
+        output.info(f"local cluster in {home.root} stopped; {len(running)} job(s) still running were stopped and "
+                    "run again at the next start: " + ", ".join(running))
+    elif running and not drain:
+        output.info(f"local cluster in {home.root} stopped; {len(running)} running job(s) run on and are "
+                    "re-adopted at the next start (mpijob server stop --drain stops them): " + ", ".join(running))
+    else:
+        output.info(f"local cluster in {home.root} stopped")
+
+
+def _running_jobs(home: Home) -> list[str]:
+    """`<namespace>/<name>` of each job with a running pod, read from the local cluster's API."""
+    from mpijob.client.config import choose_cluster
+    from mpijob.client.connection import Connection
+
+    conn = Connection(choose_cluster(home.kubeconfig, start=False))
+    jobs = set()
+    for pod in conn.list_pods(field_selector="status.phase=Running", all_namespaces=True):
+        for ref in pod["metadata"].get("ownerReferences") or []:
+            jobs.add(f"{pod['metadata']['namespace']}/{ref['name']}")
+    return sorted(jobs)
+
+
+def _drain(home: Home, running: list[str], timeout: float) -> list[str]:
+    """Wait until no job runs, saying which still do; those left when `timeout` has passed."""
+    import time
+
+    deadline, shown = time.monotonic() + timeout, None
+    while running and time.monotonic() < deadline:
+        if running != shown:
+            output.info(f"waiting for {len(running)} running job(s) to end (up to {deadline - time.monotonic():.0f} s): "
+                        + ", ".join(running))
+            shown = running
+        time.sleep(1)
+        running = _running_jobs(home)
+    return running
 
 
 @server_app.command("status")

@@ -1,9 +1,9 @@
 """Runs the controllers inside the server: one watch over the store wakes them; restart recovery first.
 
-Restart policy (chosen and documented): a job whose pods had started when the control plane died is
-not re-adopted. Its processes died with the server (namespace mode) or are killed now (process mode,
-by marker), its running pods become `Failed`, and the TrainJob gets `Failed` with reason
-`ControlPlaneRestarted`. Jobs that had not started yet simply start. Nothing is left running or lost.
+Restart policy (docs/restarts.md): pods outlive the server under their supervisors (`kubelet/shim.py`).
+A job whose pods had started is re-adopted from its run record (`JobRunner.resume`); without one (a
+run of an older server) it fails `ControlPlaneRestarted`. Processes and job networks of runs that are
+not re-adopted (their job was deleted meanwhile) are removed. Jobs that had not started simply start.
 """
 
 from __future__ import annotations
@@ -66,14 +66,18 @@ class Manager:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        killed = gc.kill_leftovers(self.cluster_id)
-        if killed:
-            log.warning("killed %d processes left by a previous server", killed)
-        if self.sandbox_mode == NAMESPACE and (networks := network.remove_leftovers(self.cluster_id)):
-            log.warning("removed %d job networks left by a previous server", networks)
         node.register(self.store, self.node, self.capacity)
         self._recover()
         self.mpijobs.recover()
+        runs = [r for controller in (self.trainjobs, self.mpijobs) for r, _ in controller.runners.values()]
+        if runs:
+            log.warning("re-adopted %d running job(s) of a previous server", len(runs))
+        keep = {f"{r.plan.namespace}/{p.name}" for r in runs for p in r.plan.pods}
+        if killed := gc.kill_leftovers(self.cluster_id, keep):
+            log.warning("killed %d processes left by a previous server", killed)
+        keep_networks = {network.namespace_name(self.cluster_id, r.plan.uid) for r in runs}
+        if self.sandbox_mode == NAMESPACE and (networks := network.remove_leftovers(self.cluster_id, keep_networks)):
+            log.warning("removed %d job networks left by a previous server", networks)
         self.claims.recover()
         self.trainjobs.accounting.recover(self.store)
         gc.sweep_orphans(self.store, self.logs, self.home)
@@ -90,15 +94,22 @@ class Manager:
         for job in self.store.list(MPIJOBS)[0]:
             self._reconcile_mpijob(job)
 
-    async def stop(self) -> None:
+    async def stop(self, drain: bool = False) -> None:
+        """Stop the controllers. Running jobs run on under their pods' supervisors, for the next server to
+        re-adopt, unless `drain`: then each is stopped gracefully and runs again at the next start."""
         await self.queueing.stop()
         await self.sampler.stop()
         if self._task:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        await asyncio.gather(*(self.trainjobs.stop(uid, Stop.control_plane_stopped())
-                               for uid in list(self.trainjobs.runners)),
-                             *(self.mpijobs.stop(uid, Stop.control_plane_stopped()) for uid in list(self.mpijobs.runners)))
+        controllers = (self.trainjobs, self.mpijobs)
+        if drain:
+            await asyncio.gather(*(c.stop(uid, Stop.drained()) for c in controllers for uid in list(c.runners)))
+            return
+        tasks = [task for c in controllers for _, task in c.runners.values()]
+        for task in tasks:
+            task.cancel()  # the runner lets go; its pods do not notice
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _recover(self) -> None:
         for tj in self.store.list(TRAINJOBS)[0]:
@@ -108,6 +119,8 @@ class Manager:
             started = job_pods(self.store, meta["namespace"], meta["name"])
             if not any(p.get("status", {}).get("startTime") for p in started):
                 continue  # never started: it starts normally
+            if self.trainjobs.adopt(tj):
+                continue  # its pods ran on under their supervisors
             message = ("the local cluster's control plane restarted while the job was running; "
                        "its processes were stopped and it is not re-adopted")
             for p in started:

@@ -4,8 +4,10 @@ bootstraps the cluster and runs the controllers.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,6 +29,7 @@ from mpijob.server.sessions import Sessions
 from mpijob.server.state import Cluster
 from mpijob.store.home import Home
 from mpijob.store.objects import Store
+from mpijob.store.supervisor import DRAIN_SIGNAL
 
 log = logging.getLogger("mpijob.server")
 
@@ -55,12 +58,20 @@ def create_app(home: Home) -> FastAPI:
             cluster.manager = Manager(store, cluster.logs, home, cluster.metrics)
             await cluster.manager.start()
             cluster.sandbox_mode = cluster.manager.sandbox_mode
+        drain = False
+
+        def stop_draining() -> None:  # `mpijob server stop --drain`: as SIGTERM, with the jobs stopped first
+            nonlocal drain
+            drain = True
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        asyncio.get_running_loop().add_signal_handler(DRAIN_SIGNAL, stop_draining)
         try:
             yield
         finally:
             cluster.stopping.set()
             if cluster.manager is not None:
-                await cluster.manager.stop()
+                await cluster.manager.stop(drain=drain)
             store.close()
 
     app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)

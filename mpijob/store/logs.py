@@ -9,23 +9,15 @@ outlive the job and the server.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from mpijob.api.mpi_output import NO_RANK, LauncherOutput
+from mpijob.api.mpi_output import LauncherOutput
+from mpijob.store.logfile import UNRANKED, LogWriter
 
 FOLLOW_POLL = 0.05  # seconds between looks at a followed file
-_UNRANKED = NO_RANK.encode() + b" "
-
-
-def stamp(t: float | None = None) -> bytes:
-    """A Kubernetes log timestamp (RFC 3339, nanoseconds, UTC)."""
-    t = time.time() if t is None else t
-    whole = datetime.fromtimestamp(int(t), timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{whole}.{int((t % 1) * 1e9):09d}Z".encode()
 
 
 def _parse_stamp(line: bytes) -> float:
@@ -42,8 +34,8 @@ def _render(line: bytes, timestamps: bool, ranks: bool) -> bytes:
     """A stored line as `pods/log` shows it: the text, after the stamp and the rank when asked for."""
     stamp, _, rest = line.partition(b" ")
     rank, sep, text = rest.partition(b" ")
-    if not sep or not (rank == _UNRANKED[:-1] or rank.isdigit()):  # stored before ranks were kept
-        rank, text = _UNRANKED[:-1], rest
+    if not sep or not (rank == UNRANKED[:-1] or rank.isdigit()):  # stored before ranks were kept
+        rank, text = UNRANKED[:-1], rest
     return (stamp + b" " if timestamps else b"") + (rank + b" " if ranks else b"") + text
 
 
@@ -153,33 +145,3 @@ class LogStore:
             elif finished:
                 return
             await asyncio.sleep(FOLLOW_POLL)
-
-
-class LogWriter:
-    """Appends stamped lines for one output stream of a container; safe to reopen after a server
-    restart. It writes whole lines only, with O_APPEND, so the writers of a container's stdout and
-    stderr never split each other's lines. With `mpi`, each line's rank is read from Open MPI's tags."""
-
-    def __init__(self, path: Path, mpi: LauncherOutput | None = None) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self._partial = b""
-        self._mpi = mpi
-
-    def write(self, data: bytes) -> None:
-        data = self._partial + data
-        *lines, self._partial = data.split(b"\n")
-        self._append(lines)
-
-    def close(self) -> None:
-        self._append([self._partial] if self._partial else [], final=True)
-        self._partial = b""
-        os.close(self._fd)
-
-    def _append(self, lines: list[bytes], final: bool = False) -> None:
-        if self._mpi is None:
-            out = [_UNRANKED + ln for ln in lines]
-        else:
-            out = [r for ln in lines for r in self._mpi.feed(ln)] + (self._mpi.flush() if final else [])
-        if out:
-            now = stamp()
-            os.write(self._fd, b"".join(now + b" " + ln + b"\n" for ln in out))

@@ -100,8 +100,12 @@ def running(home: Home) -> ServerInfo | None:
                       audit_log=Path(state.get("auditLog") or home.audit_log))
 
 
-def stop(home: Home, timeout: float = 30) -> bool:
-    """SIGTERM the server and wait; SIGKILL after `timeout`. False when none was running."""
+DRAIN_SIGNAL = signal.SIGUSR1  # stop, but first stop the running jobs (`Manager.stop(drain=True)`)
+
+
+def stop(home: Home, timeout: float = 30, drain: bool = False) -> bool:
+    """SIGTERM the server and wait; SIGKILL after `timeout`. False when none was running. Running jobs
+    run on, for the next server to re-adopt, unless `drain`: then the server stops them first."""
     try:
         pid = int(home.pidfile.read_text().strip() or 0)
     except (OSError, ValueError):
@@ -109,7 +113,7 @@ def stop(home: Home, timeout: float = 30) -> bool:
     if not pid or _gone(pid) or _is_other_program(pid):
         home.state_file.unlink(missing_ok=True)
         return False
-    _terminate(pid, timeout)
+    _terminate(pid, timeout, DRAIN_SIGNAL if drain else signal.SIGTERM)
     home.state_file.unlink(missing_ok=True)
     return True
 
@@ -155,8 +159,8 @@ def _ready(url: str, ca: Path) -> bool:
         return False
 
 
-def _terminate(pid: int, timeout: float) -> None:
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, None)):
+def _terminate(pid: int, timeout: float, first: int = signal.SIGTERM) -> None:
+    for sig, wait in ((first, timeout), (signal.SIGKILL, None)):
         try:
             os.kill(pid, sig)
         except ProcessLookupError:

@@ -17,7 +17,7 @@ def test_each_stop_says_what_happened_and_what_becomes_of_the_job() -> None:
         "queue stopped": (Stop.evicted("ClusterQueueStopped", "The ClusterQueue is stopped"), "ClusterQueueStopped",
                           Then.REQUEUE),
         "deadline": (Stop.deadline_exceeded(), "DeadlineExceeded", Then.FAIL),
-        "server stopped": (Stop.control_plane_stopped(), "ControlPlaneRestarted", Then.FAIL),
+        "server stopped with --drain": (Stop.drained(), "ControlPlaneRestarted", Then.REQUEUE),
     }
     for kind, (stop, reason, then) in table.items():
         assert (stop.reason, stop.then) == (reason, then), kind

@@ -2,7 +2,8 @@
 
 Deleted: the pods end `TrainJobDeleted` before they go with it. Suspended: the TrainJob is `Suspended`
 (Trainer's reason), not failed, and its pods end `Suspended` before they are deleted. Stopping the local
-cluster fails the job `ControlPlaneRestarted`. None of them claims what did not happen. (A deadline:
+cluster leaves it running, for the next server to re-adopt; `--drain` stops it, and it runs again at the
+next start. None of them claims what did not happen. (A deadline:
 test_trainjob_fields.py; a preemption: test_queueing.py; `kill -9` of the server: test_restart.py.)
 """
 
@@ -18,10 +19,11 @@ from e2e_support import (
     events_of,
     get_trainjob,
     job_pods,
+    pod_log,
     resource_version,
     terminations,
     trainjob,
-    wait_for,
+    wait_finished,
     wait_launcher,
     wait_log,
     wait_no_processes,
@@ -79,22 +81,34 @@ def test_a_suspended_job_is_suspended_not_failed_and_its_pods_say_so(api: httpx.
     api.delete(f"{TRAINER}/namespaces/default/trainjobs/{job}")
 
 
-def test_stopping_the_local_cluster_fails_a_running_job_control_plane_restarted(
+def test_stopping_the_local_cluster_leaves_a_running_job_running(
     new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client]
 ) -> None:
     job = "ee-stop-server"
     info = new_server("stop-server")
     with connect(info) as c:
-        pods = _running(c, job)
-    assert supervisor.stop(Home(info.home), timeout=30)
-    wait_no_processes(job, pods=pods)
-    again = new_server("stop-server")  # same home: what the stopping server wrote is there
+        create(c, trainjob(job, ["mpirun", "bash", "-c", 'echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 4; echo done'],
+                           num_nodes=2))
+        wait_log(c, launcher := wait_launcher(c, job), lambda t: "rank 0 up" in t and "rank 1 up" in t)
+    assert supervisor.stop(Home(info.home), timeout=30)  # an orderly stop, as for an upgrade
+    again = new_server("stop-server")  # same home
     with connect(again) as c:
-        tj = wait_for(lambda: (t := get_trainjob(c, job)) and condition(t, "Failed") and t, f"{job} failed")
-        failed = condition(tj, "Failed")
-        assert failed and failed["reason"] == "ControlPlaneRestarted", tj["status"]
-        assert failed["message"] == "the local cluster was stopped while the job was running"
-        for pod in job_pods(c, job):
-            state = pod["status"]["containerStatuses"][0]["state"]["terminated"]
-            assert state["reason"] == "ControlPlaneRestarted", pod["status"]
-            assert state["message"].startswith("stopped because the TrainJob failed: the local cluster was stopped")
+        tj = wait_finished(c, job, timeout=60)
+        assert condition(tj, "Complete"), tj["status"]
+        assert pod_log(c, launcher).splitlines()[-2:] == ["done", "done"]
+
+
+def test_stopping_with_drain_stops_a_running_job_which_runs_again_at_the_next_start(
+    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client]
+) -> None:
+    job = "ee-stop-drain"
+    info = new_server("stop-drain")
+    with connect(info) as c:
+        pods = _running(c, job)
+    assert supervisor.stop(Home(info.home), timeout=60, drain=True)
+    wait_no_processes(job, pods=pods)
+    again = new_server("stop-drain")
+    with connect(again) as c:
+        wait_log(c, wait_launcher(c, job), lambda t: "rank 0 up" in t and "rank 1 up" in t)
+        tj = get_trainjob(c, job)
+        assert condition(tj, "Failed") is None, tj["status"]

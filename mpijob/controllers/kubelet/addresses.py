@@ -35,6 +35,10 @@ class AddressPool:
     def release(self, ips: list[str]) -> None:
         self._used.difference_update(ips)
 
+    def claim(self, ips: list[str]) -> None:
+        """Mark addresses a re-adopted run holds as taken."""
+        self._used.update(ips)
+
 
 def _free(ip: str, port: int) -> bool:
     with socket.socket() as s:
@@ -62,6 +66,10 @@ class DevicePool:
     def release(self, devices: list[int]) -> None:
         self._free = sorted(set(self._free) | set(devices))
 
+    def claim(self, devices: list[int]) -> None:
+        """Mark GPUs a re-adopted run holds as taken."""
+        self._free = [d for d in self._free if d not in devices]
+
 
 class CorePool:
     """Whole CPU cores for pods that ask for whole CPUs, as disjoint affinity sets where they fit.
@@ -80,6 +88,10 @@ class CorePool:
 
     def release(self, cores: list[int]) -> None:
         self._free = sorted(set(self._free) | set(cores))
+
+    def claim(self, cores: list[int]) -> None:
+        """Mark cores a re-adopted run holds as taken."""
+        self._free = [c for c in self._free if c not in cores]
 
 
 def crowding(slots: int, hosts: list[list[int]]) -> tuple[int, int] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+from collections.abc import Collection
 from pathlib import Path
 
 from mpijob.api import Obj
@@ -54,22 +55,23 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def kill_leftovers(cluster_id: str) -> int:
-    """SIGKILL every process tagged with this cluster's marker (a previous server's pods).
-
-    Needed in the process sandbox mode, where nothing else ties a pod's processes to the server;
-    in the namespace mode the kernel already killed them with the server (pdeathsig → PID 1)."""
+def kill_leftovers(cluster_id: str, keep: Collection[str] = ()) -> int:
+    """SIGKILL every process tagged with this cluster's marker (a previous server's pods and their
+    supervisors) but those of the pods in `keep` (`<namespace>/<pod>`: re-adopted ones). A supervisor
+    killed takes its pod's namespace with it (`--pdeathsig`); in the process sandbox nothing else ties
+    a pod's processes together, so each is killed by its marker."""
     marker = f"MPIJOB_CLUSTER={cluster_id}".encode()
+    kept = {f"MPIJOB_POD={pod}".encode() for pod in keep}
     me = os.getpid()
     killed = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
         try:
-            env = (entry / "environ").read_bytes()
+            env = set((entry / "environ").read_bytes().split(b"\0"))
         except OSError:
             continue
-        if marker in env.split(b"\0"):
+        if marker in env and not env & kept:
             try:
                 os.kill(int(entry.name), signal.SIGKILL)
                 killed += 1

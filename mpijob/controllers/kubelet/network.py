@@ -28,7 +28,7 @@ import ctypes
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TypeVar
 
@@ -161,10 +161,11 @@ def remove(path: Path) -> None:
         netns.remove(str(path))
 
 
-def remove_leftovers(cluster_id: str) -> int:
-    """Remove the job networks a previous server of this cluster left (its pods died with it)."""
+def remove_leftovers(cluster_id: str, keep: Collection[str] = ()) -> int:
+    """Remove the job networks a previous server of this cluster left, but those named in `keep` (of
+    re-adopted runs)."""
     prefix = namespace_name(cluster_id, "")
-    found = [p for p in NETNS_DIR.glob(prefix + "*")] if NETNS_DIR.is_dir() else []
+    found = [p for p in NETNS_DIR.glob(prefix + "*") if p.name not in keep] if NETNS_DIR.is_dir() else []
     for path in found:
         remove(path)
     return len(found)

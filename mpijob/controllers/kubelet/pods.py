@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
+import json
 import os
 import signal
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mpijob.api import Obj, names
-from mpijob.api.mpi_output import LauncherOutput
 from mpijob.api.names import CONTAINER
 from mpijob.api.resources import PODS
-from mpijob.store.logs import LogStore, LogWriter
+from mpijob.controllers.kubelet import shim
+from mpijob.controllers.kubelet.cgroups import PodCgroup
+from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store, now
-
-PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
 
 
 @dataclass
@@ -34,92 +34,139 @@ class Exit:
 
 @dataclass
 class PodProcess:
-    """A running pod. `wait()` returns its `Exit`; `kill()` ends its whole process tree."""
+    """A pod, held by its supervisor (`shim.py`): `wait()` returns its `Exit` once the supervisor has
+    recorded it; `kill()` signals every process of the pod. The same whether this server started the pod
+    or re-adopted it after a restart (`adopt`)."""
 
     namespace: str
     name: str
-    proc: asyncio.subprocess.Process
-    drained: list[asyncio.Future[None]] = field(default_factory=list)  # one per output stream
+    pid: int  # the pod's first process: its session and process group are the pod's
+    state_dir: Path  # the supervisor's spec, state and exit record
+    ended: asyncio.Future[None]  # done once the supervisor has recorded the exit and gone
     killed_by_us: bool = False
 
+    @property
+    def running(self) -> bool:
+        return not self.ended.done()
+
     async def wait(self) -> Exit:
-        rc = await self.proc.wait()
-        await asyncio.gather(*self.drained, return_exceptions=True)
-        if rc < 0:
-            return Exit(128 - rc, -rc)
-        if 128 < rc < 128 + signal.NSIG:  # the sandbox's shell reports a killed command as 128 + signal
-            return Exit(rc, rc - 128)
-        return Exit(rc)
+        await asyncio.shield(self.ended)
+        return recorded_exit(self.state_dir)
+
+    def lost(self) -> str:
+        """Why a pod that has ended left no exit status ("" when it did, or still runs)."""
+        if self.running or (self.state_dir / shim.EXIT).exists():
+            return ""
+        state = json.loads((self.state_dir / shim.STATE).read_text())
+        if state.get("boot_id") != shim.boot_id():
+            return "the machine restarted while the local cluster's control plane was down"
+        return "its supervisor was killed while the local cluster's control plane was down"
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the pod's process group; in namespace mode its init takes the namespace with it."""
         self.killed_by_us = True
-        try:
-            os.killpg(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
+        if self.running:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, sig)
 
 
-def _pipe() -> tuple[int, int]:
-    """A pipe as large as the system allows: a burst of output waits in the kernel, not in mpirun."""
-    r, w = os.pipe()
-    with contextlib.suppress(OSError):
-        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-    return r, w
+LOST = Exit(128 + signal.SIGKILL, signal.SIGKILL)  # a pod whose supervisor went without a record: killed, or the machine rebooted
 
 
-def _pump(fd: int, writer: LogWriter, done: Callable[[], None]) -> None:
-    """Copy one output stream into the container log until every writer of the pipe has closed it."""
+def exit_of(returncode: int) -> Exit:
+    """A pod's exit as a container runtime reports it, from its first process's return code."""
+    if returncode < 0:
+        return Exit(128 - returncode, -returncode)
+    if 128 < returncode < 128 + signal.NSIG:  # the sandbox's shell reports a killed command as 128 + signal
+        return Exit(returncode, returncode - 128)
+    return Exit(returncode)
+
+
+def recorded_exit(state_dir: Path) -> Exit:
     try:
-        while chunk := os.read(fd, 65536):
-            writer.write(chunk)
-    finally:
-        os.close(fd)
-        writer.close()
-        done()
+        record = json.loads((state_dir / shim.EXIT).read_text())
+    except (OSError, ValueError):
+        return LOST
+    return exit_of(int(record["returncode"]))
 
 
 async def spawn(
-    logs: LogStore, namespace: str, name: str, argv: list[str], env: dict[str, str], cwd: str | None = None,
-    mpi_output: Callable[[], LauncherOutput] | None = None,
+    logs: LogStore, namespace: str, name: str, argv: list[str], env: dict[str, str], state_dir: Path,
+    cwd: str | None = None, mpi: dict[str, bool] | None = None, cgroup: PodCgroup | None = None,
 ) -> PodProcess:
-    """Start a pod in its own session; stdout and stderr go, stamped, to its container log (through a
-    `mpi_output()` of their own for a launcher, so each line's rank is kept beside it).
+    """Start a pod under a supervisor of its own (`shim.py`), which writes its stdout and stderr, stamped,
+    to its container log (each line with its rank for a launcher: `mpi` holds LauncherOutput's options)
+    and records its exit in `state_dir`. Returns once the pod's first process runs."""
+    state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for old in (shim.STATE, shim.EXIT):
+        (state_dir / old).unlink(missing_ok=True)
+    log = logs.path(namespace, name, CONTAINER)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    shim.write_atomically(state_dir / shim.SPEC, {
+        "argv": argv, "env": env, "cwd": cwd, "log": str(log), "mpi": mpi,
+        "cgroup": {"path": str(cgroup.path), "version": cgroup.version} if cgroup else None})
+    # Not asyncio's subprocess: its child watcher would outlive this server's loop with the supervisor.
+    supervisor = subprocess.Popen(
+        [sys.executable, "-I", "-m", shim.__name__, str(state_dir)], stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_supervisor_env(env), start_new_session=True)
+    assert supervisor.stdout and supervisor.stderr
+    with supervisor.stdout:
+        line = await asyncio.to_thread(supervisor.stdout.readline)
+    if not line.strip().isdigit():  # the pod could not be started: the supervisor says why and exits
+        why = (await asyncio.to_thread(supervisor.stderr.read)).decode(errors="replace").strip().splitlines()
+        supervisor.stderr.close()
+        await asyncio.to_thread(supervisor.wait)
+        raise OSError(f"pod {namespace}/{name} could not start: {why[-1] if why else 'its supervisor exited'}")
+    supervisor.stderr.close()
+    return PodProcess(namespace, name, int(line), state_dir, _watch(supervisor.pid, supervisor))
 
-    Each stream is read by a thread of its own, never by the event loop: Open MPI 4.1's mpirun drops
-    the ranks' output (and still exits 0) when its stdout is read too slowly, and the loop may be busy."""
+
+def _watch(pid: int, child: subprocess.Popen[bytes] | None = None) -> asyncio.Future[None]:
+    """Done once process `pid` (a supervisor) has ended, seen through a pidfd: it need not be our child
+    (one re-adopted after a restart is not); one that is (`child`) is reaped."""
     loop = asyncio.get_running_loop()
-    pipes = [_pipe(), _pipe()]
+    ended: asyncio.Future[None] = loop.create_future()
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=pipes[0][1],
-            stderr=pipes[1][1],
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-    except BaseException:
-        for r, _ in pipes:
-            os.close(r)
-        raise
-    finally:
-        for _, w in pipes:
-            os.close(w)
-    pod = PodProcess(namespace, name, proc)
-    for stream, (r, _) in zip(("stdout", "stderr"), pipes):
-        drained: asyncio.Future[None] = loop.create_future()
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        ended.set_result(None)
+        return ended
 
-        def done(f: asyncio.Future[None] = drained) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
-                loop.call_soon_threadsafe(lambda: f.done() or f.set_result(None))
+    def gone() -> None:
+        loop.remove_reader(fd)
+        os.close(fd)
+        if child is not None:
+            child.wait()
+        if not ended.done():
+            ended.set_result(None)
 
-        pod.drained.append(drained)
-        # one per stream: each keeps its own partial line (and each rank's)
-        writer = logs.writer(namespace, name, CONTAINER, mpi_output() if mpi_output else None)
-        threading.Thread(target=_pump, args=(r, writer, done), name=f"log-{name}-{stream}", daemon=True).start()
-    return pod
+    loop.add_reader(fd, gone)
+    return ended
+
+
+def _supervisor_env(env: dict[str, str]) -> dict[str, str]:
+    """What a supervisor runs with: a PATH, and the cluster marker that finds it after a restart (`gc.py`)."""
+    return {k: v for k, v in env.items() if k in ("PATH", "MPIJOB_CLUSTER", "MPIJOB_POD")}
+
+
+def adopt(namespace: str, name: str, state_dir: Path) -> PodProcess | None:
+    """The pod a supervisor of an earlier server holds, if one was started (None: never). Its supervisor
+    may still run (the pod is watched through a pidfd, as it is no child of ours), or have ended while no
+    server ran: its exit record says how; none means the supervisor was killed or the machine rebooted."""
+    try:
+        state = json.loads((state_dir / shim.STATE).read_text())
+    except (OSError, ValueError):
+        return None
+    pid, shim_pid = int(state["pid"]), int(state["shim"])
+    try:
+        alive = state["boot_id"] == shim.boot_id() and shim.start_time(shim_pid) == int(state["shim_start"])
+    except OSError:  # no such process
+        alive = False
+    if alive:
+        return PodProcess(namespace, name, pid, state_dir, _watch(shim_pid))
+    ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    ended.set_result(None)
+    return PodProcess(namespace, name, pid, state_dir, ended)
 
 
 # -- status, written as a kubelet reports it -------------------------------------------------------

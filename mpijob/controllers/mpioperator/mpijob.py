@@ -223,6 +223,8 @@ class MPIJobController(TrainJobController):
             started = job_pods(self.store, meta["namespace"], meta["name"])
             if status.finished(job) or not any((p.get("status") or {}).get("startTime") for p in started):
                 continue
+            if self.adopt(job):
+                continue  # its pods ran on under their supervisors
             for p in started:
                 if (p.get("status") or {}).get("phase") in ("Pending", "Running"):
                     kubelet_pods.set_terminated(self.store, meta["namespace"], p["metadata"]["name"],

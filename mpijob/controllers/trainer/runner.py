@@ -4,8 +4,9 @@ failure anywhere ends the whole job and every process of it."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
-import functools
+import json
 import os
 import signal
 import socket
@@ -13,10 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mpijob.api import Obj, failures, mpi_impl, names
-from mpijob.api.mpi_output import LauncherOutput, asks_for_tags, parse_rank_field
-from mpijob.api.plan import PodPlan, RunPlan
+from mpijob.api.mpi_output import asks_for_tags, parse_rank_field
+from mpijob.api.plan import PodPlan, RunPlan, plan_from_dict
 from mpijob.api.quantity import quantity_value
-from mpijob.controllers.kubelet import mpi_installs, pods, trainer_status, workload
+from mpijob.controllers.kubelet import mpi_installs, pods, shim, trainer_status, workload
 from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
 from mpijob.controllers.kubelet.network import JobNetwork, namespace_name
 from mpijob.controllers.kubelet.sandbox import (
@@ -43,7 +44,9 @@ READY_TIMEOUT_ENV = "MPIJOB_READY_TIMEOUT"  # otherwise (docs/troubleshooting.md
 LOG_TAIL = 200  # lines of the launcher's log the failure classifier reads
 PROBE_INTERVAL = 0.01
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL when tearing a job down
+CAUSE_WINDOW = 0.5  # seconds a failed launcher waits for a node that may have failed with it (`_supervise`)
 ROOT_ALLOWANCE = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+RUN_RECORD = "run.json"  # in the job's directory: what a restarted server needs to take the run over
 
 
 @dataclass
@@ -92,9 +95,11 @@ class Stop:
         return cls(names.REASON_DEADLINE_EXCEEDED, deadline.MESSAGE, Then.FAIL)
 
     @classmethod
-    def control_plane_stopped(cls) -> Stop:
-        return cls(names.REASON_CONTROL_PLANE_RESTARTED, "the local cluster was stopped while the job was running",
-                   Then.FAIL)
+    def drained(cls) -> Stop:
+        """`mpijob server stop --drain` found it still running: its pods go, and it runs again when the local
+        cluster starts, as a job Kueue drained from a stopped ClusterQueue runs again once re-admitted."""
+        return cls(names.REASON_CONTROL_PLANE_RESTARTED, "the local cluster was stopped with --drain; the job runs "
+                   "again when it starts", Then.REQUEUE)
 
     @property
     def outcome(self) -> Outcome:
@@ -112,6 +117,9 @@ class Role(enum.Enum):
 
     CONTAINER = "container"
     SSHD = "sshd"
+
+
+SUPERVISOR_DIR = {Role.CONTAINER: "supervisor", Role.SSHD: "supervisor-sshd"}  # in the pod's directory (shim.py)
 
 
 @dataclass(frozen=True)
@@ -151,6 +159,62 @@ class JobRunner:
         self.stopped: Stop | None = None  # set by stop(): why the run was ended from outside
         self.draining: asyncio.Task[None] | None = None  # a graceful stop's SIGTERM to the workload (stop())
         self.ready_timeout = float(os.environ.get(READY_TIMEOUT_ENV) or READY_TIMEOUT)
+        self.lost: dict[str, str] = {}  # pod name → why it left no exit status (`resume`)
+
+    # -- a run outlives its server ---------------------------------------------------------------
+
+    def save(self) -> None:
+        """Record what a restarted server needs to take this run over (`load`, `resume`)."""
+        shim.write_atomically(self.files.root / RUN_RECORD, {
+            "plan": dataclasses.asdict(self.plan), "ips": self.ips, "gpus": self.gpus, "cores": self.cores,
+            "yield_when_idle": YIELD_WHEN_IDLE in self.local_mca, "api_server": self.api_server,
+            "status_url": self.status_url})
+
+    @classmethod
+    def load(cls, store: Store, logs: LogStore, files: JobFiles, cluster_id: str) -> JobRunner | None:
+        """The runner of a run an earlier server started, from its record; None without one (or of
+        another version's plan)."""
+        try:
+            record = json.loads((files.root / RUN_RECORD).read_text())
+            plan = plan_from_dict(record["plan"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        server = record.get("api_server")
+        runner = cls(store, logs, files, plan, record["ips"], cluster_id, record["gpus"], record["cores"],
+                     record["yield_when_idle"], tuple(server) if server else None)
+        runner.status_url = record["status_url"]
+        return runner
+
+    async def resume(self) -> Outcome:
+        """Take over a run an earlier server started: every pod its supervisor still holds is re-adopted, one
+        that ended while no server ran is seen to have ended then (`pods.adopt`); then supervise as `run`
+        does. A run caught while it was still starting (its launcher never started) fails."""
+        plan = self.plan
+        for pod in plan.pods:
+            for role in Role:
+                name = pod.name + ("-sshd" if role is Role.SSHD else "")
+                if adopted := pods.adopt(plan.namespace, name, self.files.pod_dir(pod) / SUPERVISOR_DIR[role]):
+                    self.procs[Proc(pod.name, role)] = adopted
+            if self.mode == NAMESPACE and (cgroup := PodCgroup.create(self.cluster_id, pod.name, pod.resources)):
+                self.cgroups[pod.name] = cgroup
+        if self.mode == NAMESPACE:
+            self.network = JobNetwork(namespace_name(self.cluster_id, plan.uid))
+            if self.api_server:
+                await self.network.serve_api(self.api_server)
+        launcher = next(p for p in plan.pods if p.is_launcher)
+        self.lost = {k.pod: why for k, p in self.procs.items() if (why := p.lost())}
+        if self.lost:
+            pod, why = next(iter(self.lost.items()))
+            outcome = Outcome(False, names.REASON_FAILED_JOBS, f"pod {pod} ended without an exit status: {why}")
+        elif Proc(launcher.name) in self.procs:
+            outcome = await self._supervise()
+        else:
+            outcome = Outcome(False, names.REASON_CONTROL_PLANE_RESTARTED,
+                              "the local cluster's control plane restarted while the job was starting")
+        if self.stopped:
+            outcome = self.stopped.outcome
+        await self.teardown(outcome)
+        return outcome
 
     # -- environment ---------------------------------------------------------------------------
 
@@ -178,7 +242,8 @@ class JobRunner:
 
     def _session_env(self, pod: PodPlan, user: User) -> dict[str, str]:
         """What sshd gives every remote session (ranks, orted): trainer.env reaches every rank."""
-        return self._env(pod, user, self.plan.user_env, {"HOME": user.home} if self.mode == PROCESS else {})
+        identity = {**self._marker(pod), **({"HOME": user.home} if self.mode == PROCESS else {})}
+        return self._env(pod, user, self.plan.user_env, identity)
 
     def _container_env(self, pod: PodPlan, user: User, home: str) -> dict[str, str]:
         identity = {"HOME": home, "USER": user.name, "LOGNAME": user.name, "HOSTNAME": pod.hostname,
@@ -198,8 +263,8 @@ class JobRunner:
         base_env = {"PATH": pod_path(), **self._marker(pod)}
         if sshd_only:
             self.procs[Proc(pod.name, Role.SSHD)] = await pods.spawn(
-                self.logs, self.plan.namespace, pod.name + "-sshd", self.files.sshd_argv(pod), base_env
-            )
+                self.logs, self.plan.namespace, pod.name + "-sshd", self.files.sshd_argv(pod), base_env,
+                self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.SSHD])
             return
         env = self._container_env(pod, user, home)
         cgroup = PodCgroup.create(self.cluster_id, pod.name, pod.resources) if self.mode == NAMESPACE else None
@@ -215,10 +280,10 @@ class JobRunner:
         # asked for tags, drops them: `kubectl logs` shows what the program printed.
         mpi = None
         if pod.is_launcher:
-            mpi = functools.partial(LauncherOutput, keep_tags=asks_for_tags([*pod.command, *pod.args], _values(pod.env)),
-                                    hydra=self.impl.hydra)
+            mpi = {"keep_tags": asks_for_tags([*pod.command, *pod.args], _values(pod.env)), "hydra": self.impl.hydra}
         proc = self.procs[Proc(pod.name)] = await pods.spawn(
-            self.logs, self.plan.namespace, pod.name, argv, base_env, cwd, mpi)
+            self.logs, self.plan.namespace, pod.name, argv, base_env, self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.CONTAINER],
+            cwd, mpi, cgroup)
         if self.stopped:  # stopped while this pod was being spawned: it must not outlive the job
             proc.kill(signal.SIGTERM)
         # Ready as a kubelet sees it: a node once its sshd accepts the job key (the runtime's readiness
@@ -235,7 +300,7 @@ class JobRunner:
         answered = False  # whether its sshd ever spoke SSH: if so, the key is what it refused
         while True:
             self._check_stop()
-            if proc.proc.returncode is not None:
+            if not proc.running:
                 self.exits[key] = await proc.wait()
                 raise NodeFailed(pod, answered)
             if loop.time() > deadline:
@@ -333,14 +398,20 @@ class JobRunner:
         key = waits[first]
         result = first.result()
         self.exits[key] = result
-        for w in waits:
-            if w not in done:
-                w.cancel()
         pod = next(p for p in self.plan.pods if p.name == key.pod)
         mpirun = pod.is_launcher and key.role is Role.CONTAINER
+        if mpirun and not result.ok:
+            # mpirun fails within milliseconds of a node's death: a node ending with it is the cause.
+            more, _ = await asyncio.wait([w for w in waits if w not in done], timeout=CAUSE_WINDOW)
+            for w in more:
+                self.exits[waits[w]] = w.result()
+            key = next((waits[w] for w in more if not w.result().ok and waits[w].pod != pod.name), key)
+        for w in waits:
+            if not w.done():
+                w.cancel()
         if mpirun and result.ok:
             return Outcome(True, names.REASON_COMPLETED, "jobset completed successfully")
-        return self._failed(pod.name)
+        return self._failed(key.pod)
 
     def _failed(self, culprit: str, not_ready: NodeFailed | None = None) -> Outcome:
         """A failed run's outcome in the classifier's words (`api/failures.py`), from what the runner saw:
@@ -372,23 +443,24 @@ class JobRunner:
         """Stop what still runs, SIGTERM then SIGKILL, and write every pod's final status."""
         if self.draining:  # a graceful stop's workload first: its checkpoints are being written
             await self.draining
-        live = {n: p for n, p in self.procs.items() if p.proc.returncode is None}
+        live = {n: p for n, p in self.procs.items() if p.running}
         for p in live.values():
             p.kill(signal.SIGTERM)
         if live:
-            await asyncio.wait([asyncio.ensure_future(p.proc.wait()) for p in live.values()],
-                                            timeout=STOP_GRACE)
+            await asyncio.wait([p.ended for p in live.values()], timeout=STOP_GRACE)
             for p in live.values():
-                if p.proc.returncode is None:
+                if p.running:
                     p.kill(signal.SIGKILL)
-            await asyncio.gather(*(p.proc.wait() for p in live.values()))
+            await asyncio.gather(*(p.wait() for p in live.values()))
         ns = self.plan.namespace
         for key, proc in self.procs.items():
             if key.role is not Role.CONTAINER:
                 continue  # a launcher host's sshd: its pod's status is its container's
             name, exit = key.pod, self.exits.get(key) or await proc.wait()
             cgroup = self.cgroups.get(name)
-            if cgroup and cgroup.oom_kills() and not outcome.succeeded:
+            if name in self.lost:
+                pods.set_terminated(self.store, ns, name, exit, names.REASON_CONTAINER_STATUS_UNKNOWN, self.lost[name])
+            elif cgroup and cgroup.oom_kills() and not outcome.succeeded:
                 pods.set_terminated(self.store, ns, name, pods.Exit(137, 9), names.REASON_OOM_KILLED,
                                     f"a process of this pod exceeded its memory limit ({cgroup.oom_kills()} OOM kill(s))")
             elif key in live and outcome.succeeded:
@@ -434,14 +506,14 @@ class JobRunner:
         depth = 2 if self.mode == NAMESPACE else 0  # unshare and the namespace's init shell
         stopping = []
         for pod in self.plan.pods:
-            roots = [p.proc.pid for k, p in self.procs.items() if k.pod == pod.name and p.proc.returncode is None]
+            roots = [p.pid for k, p in self.procs.items() if k.pod == pod.name and p.running]
             if found := workload.find(roots, depth):
                 grace = pod.pod_spec.get("terminationGracePeriodSeconds", workload.DEFAULT_GRACE_SECONDS)
                 stopping.append(workload.stop(found, float(grace)))
         await asyncio.gather(*stopping)
         launcher = self.procs.get(Proc(next(p.name for p in self.plan.pods if p.is_launcher)))
-        if stopping and launcher and launcher.proc.returncode is None:
-            await asyncio.wait([asyncio.ensure_future(launcher.proc.wait())], timeout=STOP_GRACE)
+        if stopping and launcher and launcher.running:
+            await asyncio.wait([launcher.ended], timeout=STOP_GRACE)
         self._terminate()
 
     def kill(self, pod: str) -> None:

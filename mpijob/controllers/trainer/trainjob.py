@@ -181,9 +181,25 @@ class TrainJobController:
         crowded = self._crowded(tj, plan, cores)
         runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus, cores, crowded, server)
         runner.status_url = url
+        runner.save()
         self.accounting.started(tj, wl, plan)
         self.runners[uid] = (runner, asyncio.create_task(self._run(tj, plan, runner)))
         self._watch_deadline(tj, wl)
+
+    def adopt(self, tj: Obj) -> bool:
+        """Take over a run an earlier server of this cluster started, whose pods ran on under their
+        supervisors (`kubelet/shim.py`); False when it left no record of one (`JobRunner.save`)."""
+        runner = JobRunner.load(self.store, self.logs, self.files(tj), self.cluster_id)
+        if runner is None:
+            return False
+        self.addresses.claim(list(runner.ips.values()))
+        self.devices.claim([d for ds in runner.gpus.values() for d in ds])
+        self.cores.claim([c for cs in runner.cores.values() for c in cs])
+        self.runners[tj["metadata"]["uid"]] = (runner, asyncio.create_task(self._run(tj, runner.plan, runner, resume=True)))
+        self._watch_deadline(tj)
+        events.record(self.store, tj, names.REASON_CONTROL_PLANE_RESTARTED,
+                      "the local cluster's control plane restarted; the job's pods ran on and were re-adopted")
+        return True
 
     # -- what a run's objects are called and hold (overridden for MPIJobs) ------------------------------
 
@@ -384,10 +400,10 @@ class TrainJobController:
         return (base64.b64decode(data[names.SSH_PRIVATE_KEY]).decode(),
                 base64.b64decode(data[names.SSH_PUBLIC_KEY]).decode())
 
-    async def _run(self, tj: Obj, plan: RunPlan, runner: JobRunner) -> None:
+    async def _run(self, tj: Obj, plan: RunPlan, runner: JobRunner, resume: bool = False) -> None:
         uid = tj["metadata"]["uid"]
         try:
-            outcome = await runner.run()
+            outcome = await (runner.resume() if resume else runner.run())
         except Exception as e:  # a bug must still end the job truthfully
             log.exception("job %s/%s crashed", plan.namespace, plan.job)
             await runner.teardown(Outcome(False, names.REASON_FAILED_JOBS, f"internal error: {e}"))

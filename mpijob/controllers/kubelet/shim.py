@@ -1,0 +1,119 @@
+"""A pod's supervisor, as containerd-shim or conmon is to a container: the pod outlives the server.
+
+The server starts one per pod (`pods.spawn`) in a session of its own, then lets it be. The supervisor
+starts the pod's sandbox command as its child (in a session of its own too: the pod's processes are
+that session's), prints the pod's pid on its stdout for the server and closes it, writes the pod's
+stdout and stderr, stamped and with each launcher line's rank, straight into the container log, and
+once the pod has exited and its output is drained, records the exit status (code or signal, the OOM
+kills of the pod's cgroup) in `exit.json`, written atomically, and exits. It never reads from the
+server, so a server that is killed, stopped or upgraded leaves it and its pod running; a restarted
+server finds it by `state.json` and re-adopts the pod (`pods.adopt`). The sandbox command dies with the
+supervisor (its `--pdeathsig`), so a supervisor killed takes its pod along and leaves no orphan.
+
+Started as `python -m mpijob.controllers.kubelet.shim <state dir>` with `spec.json` in the state dir
+(written by `pods.spawn`); it imports nothing of the server, only how a log line is written.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+SPEC, STATE, EXIT = "spec.json", "state.json", "exit.json"
+PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size: a burst of output waits in the kernel, not in mpirun
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")  # a new one each boot: a pod of an earlier boot is gone
+
+
+def boot_id() -> str:
+    return BOOT_ID.read_text().strip()
+
+
+def start_time(pid: int) -> int:
+    """The process's start, in clock ticks since boot: with the boot id, tells a reused pid apart."""
+    raw = Path(f"/proc/{pid}/stat").read_text()
+    return int(raw.rpartition(")")[2].split()[19])
+
+
+def write_atomically(path: Path, obj: object) -> None:
+    """`obj` as JSON at `path`, complete or not at all, even across a machine crash."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _oom_kills(cgroup: dict | None) -> int:
+    """The kernel's count of OOM kills in the pod's memory cgroup (v2 `memory.events`, v1 `memory.oom_control`)."""
+    if not cgroup:
+        return 0
+    name = "memory.events" if cgroup["version"] == 2 else "memory.oom_control"
+    try:
+        for line in (Path(cgroup["path"]) / name).read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+    except OSError:
+        pass
+    return 0
+
+
+def _pipe() -> tuple[int, int]:
+    r, w = os.pipe()
+    try:
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+    except OSError:
+        pass
+    return r, w
+
+
+def run(state_dir: Path) -> int:
+    from mpijob.api.mpi_output import LauncherOutput
+    from mpijob.store.logfile import LogWriter
+
+    spec = json.loads((state_dir / SPEC).read_text())
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        # The pod's fate is the pod's: only SIGKILL ends its supervisor. Handled, not ignored: an ignored
+        # signal would stay ignored in the pod's programs, a handled one is theirs again after exec.
+        signal.signal(sig, lambda signum, frame: None)
+    pipes = [_pipe(), _pipe()]
+    pod = subprocess.Popen(spec["argv"], stdin=subprocess.DEVNULL, stdout=pipes[0][1], stderr=pipes[1][1],
+                           env=spec["env"], cwd=spec.get("cwd"), start_new_session=True)
+    for _, w in pipes:
+        os.close(w)
+    write_atomically(state_dir / STATE, {"shim": os.getpid(), "shim_start": start_time(os.getpid()),
+                                         "pid": pod.pid, "boot_id": boot_id()})
+    sys.stdout.write(f"{pod.pid}\n")
+    sys.stdout.flush()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+
+    mpi = spec.get("mpi")
+    sel = selectors.DefaultSelector()
+    for r, _ in pipes:  # one writer per stream: each keeps its own partial line (and each rank's)
+        writer = LogWriter(Path(spec["log"]), LauncherOutput(**mpi) if mpi is not None else None)
+        sel.register(r, selectors.EVENT_READ, writer)
+    while sel.get_map():
+        for key, _ in sel.select():
+            chunk = os.read(key.fd, 65536)
+            if chunk:
+                key.data.write(chunk)
+            else:
+                sel.unregister(key.fd)
+                os.close(key.fd)
+                key.data.close()
+    code = pod.wait()
+    write_atomically(state_dir / EXIT, {"returncode": code, "oom_kills": _oom_kills(spec.get("cgroup"))})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(Path(sys.argv[1])))

@@ -1,0 +1,50 @@
+"""How a container log file is written: stamped lines, each with the MPI rank that wrote it or `-`
+(`logs.py` reads them). Kept apart from the reader, which needs asyncio, so a pod's supervisor
+(`controllers/kubelet/shim.py`) writes its pod's log with nothing else imported."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from mpijob.api.mpi_output import NO_RANK, LauncherOutput
+
+UNRANKED = NO_RANK.encode() + b" "
+
+
+def stamp(t: float | None = None) -> bytes:
+    """A Kubernetes log timestamp (RFC 3339, nanoseconds, UTC)."""
+    t = time.time() if t is None else t
+    whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(int(t)))
+    return f"{whole}.{int((t % 1) * 1e9):09d}Z".encode()
+
+
+class LogWriter:
+    """Appends stamped lines for one output stream of a container; safe to reopen after a server
+    restart. It writes whole lines only, with O_APPEND, so the writers of a container's stdout and
+    stderr never split each other's lines. With `mpi`, each line's rank is read from Open MPI's tags."""
+
+    def __init__(self, path: Path, mpi: LauncherOutput | None = None) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._partial = b""
+        self._mpi = mpi
+
+    def write(self, data: bytes) -> None:
+        data = self._partial + data
+        *lines, self._partial = data.split(b"\n")
+        self._append(lines)
+
+    def close(self) -> None:
+        self._append([self._partial] if self._partial else [], final=True)
+        self._partial = b""
+        os.close(self._fd)
+
+    def _append(self, lines: list[bytes], final: bool = False) -> None:
+        if self._mpi is None:
+            out = [UNRANKED + ln for ln in lines]
+        else:
+            out = [r for ln in lines for r in self._mpi.feed(ln)] + (self._mpi.flush() if final else [])
+        if out:
+            now = stamp()
+            os.write(self._fd, b"".join(now + b" " + ln + b"\n" for ln in out))
