@@ -30,13 +30,17 @@ ifneq ($(filter test,$(MAKECMDGOALS)),)
 APT_PACKAGES += $(TEST_APT_PACKAGES)
 endif
 
-.PHONY: run test setup dashboard mpi-installs system-packages clean-venv
+.PHONY: run test soak setup dashboard mpi-installs system-packages clean-venv
 
 run: setup
 	$(VENV)/bin/mpijob run --replace -f examples/pi.yaml
 
 test: setup
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The control plane's soak at the issue's size: 40 jobs, 5 kill -9s of the server (`make test` runs 12 and 2)
+soak: setup
+	MPIJOB_SOAK_JOBS=40 MPIJOB_SOAK_KILLS=5 $(VENV)/bin/pytest -s tests/e2e/test_soak.py
 
 setup: system-packages $(STAMP) mpi-installs dashboard
 

@@ -154,3 +154,21 @@ def test_pods_a_reboot_took_leave_the_job_failed_saying_so(
         create(c, trainjob(after, ["mpirun", "bash", "-c", 'echo "after rank $OMPI_COMM_WORLD_RANK"'], num_nodes=2))
         done = wait_finished(c, after)
         assert condition(done, "Complete"), done["status"]
+
+
+def test_a_job_whose_server_never_returns_leaves_nothing_running_once_it_ends(
+    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client]
+) -> None:
+    name = "ee-restart-orphan"
+    info = new_server("restart-orphan")
+    with connect(info) as c:
+        pods, _ = _started(c, name, 'echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 2', "rank 1 up")
+    _kill_server(info)
+    # The launcher ends; with no server to tear the job down, its node pods stop themselves soon after
+    # (shim.ORPHANED), sshd and all.
+    wait_no_processes(name, pods=pods, timeout=30)
+
+    again = new_server("restart-orphan")  # what the supervisors recorded is the job's end
+    with connect(again) as c:
+        done = wait_finished(c, name, timeout=60)
+        assert condition(done, "Complete"), done["status"]

@@ -93,17 +93,19 @@ def recorded_exit(state_dir: Path) -> Exit:
 async def spawn(
     logs: LogStore, namespace: str, name: str, argv: list[str], env: dict[str, str], state_dir: Path,
     cwd: str | None = None, mpi: dict[str, bool] | None = None, cgroup: PodCgroup | None = None,
+    ends_with: Path | None = None,
 ) -> PodProcess:
     """Start a pod under a supervisor of its own (`shim.py`), which writes its stdout and stderr, stamped,
     to its container log (each line with its rank for a launcher: `mpi` holds LauncherOutput's options)
-    and records its exit in `state_dir`. Returns once the pod's first process runs."""
+    and records its exit in `state_dir`; a node pod stops itself a while after `ends_with` (its launcher's
+    exit record) appears, should no server do it. Returns once the pod's first process runs."""
     state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     for old in (shim.STATE, shim.EXIT):
         (state_dir / old).unlink(missing_ok=True)
     log = logs.path(namespace, name, CONTAINER)
     log.parent.mkdir(parents=True, exist_ok=True)
     shim.write_atomically(state_dir / shim.SPEC, {
-        "argv": argv, "env": env, "cwd": cwd, "log": str(log), "mpi": mpi,
+        "argv": argv, "env": env, "cwd": cwd, "log": str(log), "mpi": mpi, "ends_with": str(ends_with or ""),
         "cgroup": {"path": str(cgroup.path), "version": cgroup.version} if cgroup else None})
     # Not asyncio's subprocess: its child watcher would outlive this server's loop with the supervisor.
     supervisor = subprocess.Popen(

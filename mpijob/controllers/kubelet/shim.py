@@ -16,6 +16,7 @@ Started as `python -m mpijob.controllers.kubelet.shim <state dir>` with `spec.js
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -23,10 +24,12 @@ import selectors
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 SPEC, STATE, EXIT = "spec.json", "state.json", "exit.json"
 PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size: a burst of output waits in the kernel, not in mpirun
+ORPHANED = 10.0  # seconds a node pod outlives its launcher's end before it stops itself (a server does it in 2)
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")  # a new one each boot: a pod of an earlier boot is gone
 
 
@@ -74,6 +77,19 @@ def _pipe() -> tuple[int, int]:
     return r, w
 
 
+def _end_if_orphaned(pod: subprocess.Popen[bytes], launcher_exit: Path) -> None:
+    """A node pod outlives its job's launcher only while no server tears the job down: ORPHANED seconds
+    after the launcher's exit record, it is stopped (SIGTERM, then SIGKILL), so a job whose server never
+    returns holds no sshd, port or key beyond its end."""
+    try:
+        since = time.time() - launcher_exit.stat().st_mtime
+    except OSError:
+        return
+    if since > ORPHANED and pod.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pod.pid, signal.SIGKILL if since > ORPHANED + 2 else signal.SIGTERM)
+
+
 def run(state_dir: Path) -> int:
     from mpijob.api.mpi_output import LauncherOutput
     from mpijob.store.logfile import LogWriter
@@ -101,8 +117,11 @@ def run(state_dir: Path) -> int:
     for r, _ in pipes:  # one writer per stream: each keeps its own partial line (and each rank's)
         writer = LogWriter(Path(spec["log"]), LauncherOutput(**mpi) if mpi is not None else None)
         sel.register(r, selectors.EVENT_READ, writer)
+    ends_with = Path(spec["ends_with"]) if spec.get("ends_with") else None
     while sel.get_map():
-        for key, _ in sel.select():
+        if ends_with:
+            _end_if_orphaned(pod, ends_with)
+        for key, _ in sel.select(timeout=1.0 if ends_with else None):
             chunk = os.read(key.fd, 65536)
             if chunk:
                 key.data.write(chunk)

@@ -12,6 +12,7 @@ import signal
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from mpijob.api import Obj, failures, mpi_impl, names
 from mpijob.api.mpi_output import asks_for_tags, parse_rank_field
@@ -216,6 +217,11 @@ class JobRunner:
         await self.teardown(outcome)
         return outcome
 
+    def _launcher_exit(self) -> Path:
+        """Where the launcher's supervisor records its exit, which node pods watch (`pods.spawn`)."""
+        launcher = next(p for p in self.plan.pods if p.is_launcher)
+        return self.files.pod_dir(launcher) / SUPERVISOR_DIR[Role.CONTAINER] / shim.EXIT
+
     # -- environment ---------------------------------------------------------------------------
 
     def _marker(self, pod: PodPlan) -> dict[str, str]:
@@ -283,7 +289,7 @@ class JobRunner:
             mpi = {"keep_tags": asks_for_tags([*pod.command, *pod.args], _values(pod.env)), "hydra": self.impl.hydra}
         proc = self.procs[Proc(pod.name)] = await pods.spawn(
             self.logs, self.plan.namespace, pod.name, argv, base_env, self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.CONTAINER],
-            cwd, mpi, cgroup)
+            cwd, mpi, cgroup, None if pod.is_launcher else self._launcher_exit())
         if self.stopped:  # stopped while this pod was being spawned: it must not outlive the job
             proc.kill(signal.SIGTERM)
         # Ready as a kubelet sees it: a node once its sshd accepts the job key (the runtime's readiness
@@ -367,6 +373,7 @@ class JobRunner:
                               names.FAILURE_MPI_NOT_INSTALLED)
             await self.teardown(outcome)
             return outcome
+        self._launcher_exit().unlink(missing_ok=True)  # an earlier run's (suspended, then resumed) is no end of this one
         try:
             if self.mode == NAMESPACE:
                 self.network = await JobNetwork.create(namespace_name(self.cluster_id, plan.uid))
@@ -394,7 +401,9 @@ class JobRunner:
     async def _supervise(self) -> Outcome:
         waits = {asyncio.ensure_future(self.procs[name].wait()): name for name in self.procs}
         done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        first = next(iter(done))
+        # When several ended at once (as a re-adopted run's may have), the launcher's end is the job's.
+        launcher = Proc(next(p.name for p in self.plan.pods if p.is_launcher))
+        first = next((w for w in done if waits[w] == launcher), next(iter(done)))
         key = waits[first]
         result = first.result()
         self.exits[key] = result
