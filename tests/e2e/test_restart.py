@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 from e2e_support import (
     condition,
     create,
@@ -60,17 +61,20 @@ def _started(c: httpx.Client, name: str, command: str, ready: str) -> tuple[list
     return [p["metadata"]["name"] for p in job_pods(c, name)], launcher
 
 
+@pytest.mark.parametrize("sandbox", ["namespace", "process"])
 def test_a_job_running_across_kill_9_completes_with_its_log_whole(
-    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client]
+    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client], sandbox: str
 ) -> None:
-    name = "ee-restart-run"
-    info = new_server("restart-run")
+    name = f"ee-restart-run-{sandbox}"
+    env = {"MPIJOB_SANDBOX": sandbox}
+    info = new_server(f"restart-run-{sandbox}", env=env)
+    assert info.sandbox_mode == sandbox
     with connect(info) as c:
         pods, launcher = _started(c, name, TICKER, "tick 2")
     _kill_server(info)
     assert job_processes(name, pods=pods), "the job's processes died with the server"
 
-    again = new_server("restart-run")  # same MPIJOB_HOME
+    again = new_server(f"restart-run-{sandbox}", env=env)  # same MPIJOB_HOME
     with connect(again) as c:
         done = wait_finished(c, name, timeout=60)
         log = pod_log(c, launcher)
