@@ -39,6 +39,18 @@ class Usage:
     memory_peak_bytes: int | None  # the most it has held at once; None where the kernel keeps no peak
 
 
+def oom_kills(path: Path, version: int) -> int:
+    """The kernel's count of OOM kills in memory cgroup `path` (v2 `memory.events`, v1 `memory.oom_control`)."""
+    try:
+        for line in (path / ("memory.events" if version == 2 else "memory.oom_control")).read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+    except OSError:
+        pass
+    return 0
+
+
 @dataclass(frozen=True)
 class PodCgroup:
     path: Path
@@ -106,15 +118,7 @@ class PodCgroup:
 
     def oom_kills(self) -> int:
         """How many processes of the pod the kernel OOM-killed."""
-        source = self.path / ("memory.events" if self.version == 2 else "memory.oom_control")
-        try:
-            for line in source.read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    return int(value)
-        except OSError:
-            pass
-        return 0
+        return oom_kills(self.path, self.version)
 
     def remove(self) -> None:
         """Drop the cgroups once their processes are gone (the kernel refuses while any remain)."""

@@ -7,11 +7,12 @@ stdout and stderr, stamped and with each launcher line's rank, straight into the
 once the pod has exited and its output is drained, records the exit status (code or signal, the OOM
 kills of the pod's cgroup) in `exit.json`, written atomically, and exits. It never reads from the
 server, so a server that is killed, stopped or upgraded leaves it and its pod running; a restarted
-server finds it by `state.json` and re-adopts the pod (`pods.adopt`). The sandbox command dies with the
+server finds it by `state.json` and re-adopts the pod (`pods.adopt`). The namespace sandbox dies with the
 supervisor (its `--pdeathsig`), so a supervisor killed takes its pod along and leaves no orphan.
 
 Started as `python -m mpijob.controllers.kubelet.shim <state dir>` with `spec.json` in the state dir
-(written by `pods.spawn`); it imports nothing of the server, only how a log line is written.
+(written by `pods.spawn`); it imports nothing of the server but how a log line is written and how the kernel
+counts OOM kills.
 """
 
 from __future__ import annotations
@@ -53,21 +54,6 @@ def write_atomically(path: Path, obj: object) -> None:
     os.replace(tmp, path)
 
 
-def _oom_kills(cgroup: dict | None) -> int:
-    """The kernel's count of OOM kills in the pod's memory cgroup (v2 `memory.events`, v1 `memory.oom_control`)."""
-    if not cgroup:
-        return 0
-    name = "memory.events" if cgroup["version"] == 2 else "memory.oom_control"
-    try:
-        for line in (Path(cgroup["path"]) / name).read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if key == "oom_kill":
-                return int(value)
-    except OSError:
-        pass
-    return 0
-
-
 def _pipe() -> tuple[int, int]:
     r, w = os.pipe()
     try:
@@ -92,6 +78,7 @@ def _end_if_orphaned(pod: subprocess.Popen[bytes], launcher_exit: Path) -> None:
 
 def run(state_dir: Path) -> int:
     from mpijob.api.mpi_output import LauncherOutput
+    from mpijob.controllers.kubelet.cgroups import oom_kills
     from mpijob.store.logfile import LogWriter
 
     spec = json.loads((state_dir / SPEC).read_text())
@@ -130,7 +117,9 @@ def run(state_dir: Path) -> int:
                 os.close(key.fd)
                 key.data.close()
     code = pod.wait()
-    write_atomically(state_dir / EXIT, {"returncode": code, "oom_kills": _oom_kills(spec.get("cgroup"))})
+    cgroup = spec.get("cgroup")
+    oom = oom_kills(Path(cgroup["path"]), cgroup["version"]) if cgroup else 0
+    write_atomically(state_dir / EXIT, {"returncode": code, "oom_kills": oom})
     return 0
 
 
