@@ -29,7 +29,7 @@ from mpijob.controllers.metrics.usage import RunningPod, Sampler, interval_from_
 from mpijob.controllers.mpioperator import status as mpijob_status
 from mpijob.controllers.mpioperator.mpijob import MPIJobController, owner_uid
 from mpijob.controllers.quota import QuotaStatus
-from mpijob.controllers.trainer.runner import Outcome, Stop
+from mpijob.controllers.trainer.stops import Outcome, Stop
 from mpijob.controllers.trainer.trainjob import TrainJobController, job_pods
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore

@@ -6,7 +6,7 @@ pods and TrainJob end with these words; this is the table itself.
 
 from __future__ import annotations
 
-from mpijob.controllers.trainer.runner import Stop, Then
+from mpijob.controllers.trainer.stops import Stop, Then
 
 
 def test_each_stop_says_what_happened_and_what_becomes_of_the_job() -> None:

@@ -39,7 +39,8 @@ from mpijob.controllers.kubelet import pods as kubelet_pods
 from mpijob.controllers.mpioperator import status
 from mpijob.controllers.quota import limit_ranges, with_limit_ranges
 from mpijob.controllers.trainer import binding
-from mpijob.controllers.trainer.runner import JobRunner, Outcome, Stop, Then
+from mpijob.controllers.trainer.runner import JobRunner
+from mpijob.controllers.trainer.stops import Outcome, Stop, Then
 from mpijob.controllers.trainer.trainjob import TrainJobController
 from mpijob.store.objects import Store
 

@@ -11,7 +11,8 @@ from mpijob.api.durations import parse_time
 from mpijob.api.kueue import owners
 from mpijob.api.plan import RunPlan, gpu_count
 from mpijob.controllers import conditions as cond
-from mpijob.controllers.trainer.runner import JobRunner, Outcome
+from mpijob.controllers.trainer.runner import JobRunner
+from mpijob.controllers.trainer.stops import Outcome
 from mpijob.store.audit import requester
 from mpijob.store.history import JobRecord, open_history
 from mpijob.store.objects import Store

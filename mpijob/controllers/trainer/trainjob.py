@@ -47,7 +47,8 @@ from mpijob.controllers.kueue.workloads import render_workload
 from mpijob.controllers.quota import limit_ranges, with_limit_ranges
 from mpijob.controllers.trainer import binding, deadline
 from mpijob.controllers.trainer.accounting import Accounting
-from mpijob.controllers.trainer.runner import JobRunner, Outcome, Stop, Then
+from mpijob.controllers.trainer.runner import JobRunner
+from mpijob.controllers.trainer.stops import Outcome, Stop, Then
 from mpijob.store import audit
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
