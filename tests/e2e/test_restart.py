@@ -177,3 +177,38 @@ def test_a_job_whose_server_never_returns_leaves_nothing_running_once_it_ends(
     with connect(again) as c:
         done = wait_finished(c, name, timeout=60)
         assert condition(done, "Complete"), done["status"]
+
+
+def test_an_mpijob_running_across_kill_9_succeeds(
+    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client]
+) -> None:
+    """MPI Operator's MPIJob, run as it is, is re-adopted the same way."""
+    name = "ee-restart-mpijob"
+    mpi = "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs"
+    worker = {"name": "w", "image": "mpioperator/openmpi", "command": ["/usr/sbin/sshd"], "args": ["-De"]}
+    launcher = {"name": "l", "image": "mpioperator/openmpi", "command": ["mpirun", "bash", "-c", TICKER]}
+    job = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": name},
+           "spec": {"slotsPerWorker": 1, "sshAuthMountPath": "/home/mpiuser/.ssh", "mpiReplicaSpecs": {
+               "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
+               "Worker": {"replicas": 2, "template": {"spec": {"containers": [worker]}}}}}}
+    info = new_server("restart-mpijob")
+    with connect(info) as c:
+        assert c.post(mpi, json=job).status_code == 201
+        pod = wait_for(lambda: next((p["metadata"]["name"] for p in c.get(
+            "/api/v1/namespaces/default/pods", params={"labelSelector": "training.kubeflow.org/job-role=launcher"}
+        ).json()["items"]), None), "the launcher pod")
+        wait_log(c, pod, lambda t: "tick 2" in t)
+    _kill_server(info)
+
+    again = new_server("restart-mpijob")
+    with connect(again) as c:
+        def succeeded() -> dict | None:
+            conditions = (c.get(f"{mpi}/{name}").json().get("status") or {}).get("conditions") or []
+            return next((x for x in conditions if x["type"] in ("Succeeded", "Failed") and x["status"] == "True"),
+                        None)
+        ended = wait_for(succeeded, "the MPIJob to end", timeout=60)
+        log = pod_log(c, pod)
+        assert ended["type"] == "Succeeded", (ended, log)
+        for rank in (0, 1):
+            assert [ln for ln in log.splitlines() if ln.startswith(f"rank {rank} ")] == \
+                [f"rank {rank} tick {i}" for i in range(1, TICKS + 1)], log
