@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,48 +109,93 @@ async def spawn(
     shim.write_atomically(state_dir / shim.SPEC, {
         "argv": argv, "env": env, "cwd": cwd, "log": str(log), "mpi": mpi, "ends_with": str(ends_with or ""),
         "cgroup": {"path": str(cgroup.path), "version": cgroup.version} if cgroup else None})
-    # Not asyncio's subprocess: its child watcher would outlive this server's loop with the supervisor.
-    supervisor = subprocess.Popen(
-        [sys.executable, "-I", "-m", shim.__name__, str(state_dir)], stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_supervisor_env(env), start_new_session=True)
-    assert supervisor.stdout and supervisor.stderr
-    with supervisor.stdout:
-        line = await asyncio.to_thread(supervisor.stdout.readline)
-    if not line.strip().isdigit():  # the pod could not be started: the supervisor says why and exits
-        why = (await asyncio.to_thread(supervisor.stderr.read)).decode(errors="replace").strip().splitlines()
-        supervisor.stderr.close()
-        await asyncio.to_thread(supervisor.wait)
-        raise OSError(f"pod {namespace}/{name} could not start: {why[-1] if why else 'its supervisor exited'}")
-    supervisor.stderr.close()
-    return PodProcess(namespace, name, int(line), state_dir, _watch(supervisor.pid, supervisor))
+    answer = await _fork_server().supervise(state_dir)
+    if not answer.isdigit():  # the pod could not be started: the supervisor says why
+        raise OSError(f"pod {namespace}/{name} could not start: {answer.removeprefix('! ')}")
+    state = json.loads((state_dir / shim.STATE).read_text())
+    return PodProcess(namespace, name, int(answer), state_dir, _supervisor_end(state))
 
 
-def _watch(pid: int, child: subprocess.Popen[bytes] | None = None) -> asyncio.Future[None]:
-    """Done once process `pid` (a supervisor) has ended, seen through a pidfd: it need not be our child
-    (one re-adopted after a restart is not); one that is (`child`) is reaped."""
+class _ForkServer:
+    """The supervisors' fork server of this server (`shim.serve`), started on first use and again should
+    it die. Not asyncio's subprocess: its child watcher would outlive the loop with the process."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.waiting: dict[str, asyncio.Future[str]] = {}
+        self.tokens = itertools.count()
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen([sys.executable, "-I", "-m", shim.__name__], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={"PATH": os.environ.get("PATH", "")},
+                                start_new_session=True)
+        assert proc.stdout
+        fd, pending = proc.stdout.fileno(), [b""]
+        os.set_blocking(fd, False)
+
+        def answers() -> None:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                return
+            if not chunk:  # it died: whoever waits is told, and the next pod starts a new one
+                loop.remove_reader(fd)
+                proc.wait()
+                for future in self.waiting.values():
+                    future.done() or future.set_exception(OSError("the supervisors' fork server exited"))
+                self.waiting.clear()
+                return
+            *lines, pending[0] = (pending[0] + chunk).split(b"\n")
+            for line in lines:
+                token, _, answer = line.decode(errors="replace").partition(" ")
+                if (future := self.waiting.pop(token, None)) and not future.done():
+                    future.set_result(answer)
+
+        loop.add_reader(fd, answers)
+        return proc
+
+    async def supervise(self, state_dir: Path) -> str:
+        """Have a supervisor started for the pod `state_dir` describes: its pod's pid, or `! <why>`."""
+        loop = asyncio.get_running_loop()
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = self._start(loop)
+        token = str(next(self.tokens))
+        self.waiting[token] = future = loop.create_future()
+        assert self.proc.stdin
+        self.proc.stdin.write(f"{token}\t{state_dir}\n".encode())
+        self.proc.stdin.flush()
+        return await future
+
+
+_fork_servers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _ForkServer] = weakref.WeakKeyDictionary()
+
+
+def _fork_server() -> _ForkServer:
+    """This event loop's fork server: a server has one loop, a test may run several."""
+    return _fork_servers.setdefault(asyncio.get_running_loop(), _ForkServer())
+
+
+def _supervisor_end(state: dict[str, Any]) -> asyncio.Future[None]:
+    """Done once the supervisor `state.json` names has ended (at once when it has already: gone, of an
+    earlier boot, or its pid another process's now), seen through a pidfd: it is no child of ours."""
     loop = asyncio.get_running_loop()
     ended: asyncio.Future[None] = loop.create_future()
     try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
+        if state["boot_id"] != shim.boot_id() or shim.start_time(int(state["shim"])) != int(state["shim_start"]):
+            raise ProcessLookupError
+        fd = os.pidfd_open(int(state["shim"]))
+    except OSError:  # ProcessLookupError among them
         ended.set_result(None)
         return ended
 
     def gone() -> None:
         loop.remove_reader(fd)
         os.close(fd)
-        if child is not None:
-            child.wait()
         if not ended.done():
             ended.set_result(None)
 
     loop.add_reader(fd, gone)
     return ended
-
-
-def _supervisor_env(env: dict[str, str]) -> dict[str, str]:
-    """What a supervisor runs with: a PATH, and the cluster marker that finds it after a restart (`gc.py`)."""
-    return {k: v for k, v in env.items() if k in ("PATH", "MPIJOB_CLUSTER", "MPIJOB_POD")}
 
 
 def adopt(namespace: str, name: str, state_dir: Path) -> PodProcess | None:
@@ -159,16 +206,7 @@ def adopt(namespace: str, name: str, state_dir: Path) -> PodProcess | None:
         state = json.loads((state_dir / shim.STATE).read_text())
     except (OSError, ValueError):
         return None
-    pid, shim_pid = int(state["pid"]), int(state["shim"])
-    try:
-        alive = state["boot_id"] == shim.boot_id() and shim.start_time(shim_pid) == int(state["shim_start"])
-    except OSError:  # no such process
-        alive = False
-    if alive:
-        return PodProcess(namespace, name, pid, state_dir, _watch(shim_pid))
-    ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    ended.set_result(None)
-    return PodProcess(namespace, name, pid, state_dir, ended)
+    return PodProcess(namespace, name, int(state["pid"]), state_dir, _supervisor_end(state))
 
 
 # -- status, written as a kubelet reports it -------------------------------------------------------

@@ -1,18 +1,19 @@
 """A pod's supervisor, as containerd-shim or conmon is to a container: the pod outlives the server.
 
-The server starts one per pod (`pods.spawn`) in a session of its own, then lets it be. The supervisor
-starts the pod's sandbox command as its child (in a session of its own too: the pod's processes are
-that session's), prints the pod's pid on its stdout for the server and closes it, writes the pod's
-stdout and stderr, stamped and with each launcher line's rank, straight into the container log, and
-once the pod has exited and its output is drained, records the exit status (code or signal, the OOM
-kills of the pod's cgroup) in `exit.json`, written atomically, and exits. It never reads from the
-server, so a server that is killed, stopped or upgraded leaves it and its pod running; a restarted
-server finds it by `state.json` and re-adopts the pod (`pods.adopt`). The namespace sandbox dies with the
-supervisor (its `--pdeathsig`), so a supervisor killed takes its pod along and leaves no orphan.
+The server has one started per pod (`pods.spawn`), in a session of its own, then lets it be. The
+supervisor starts the pod's sandbox command as its child (in a session of its own too: the pod's
+processes are that session's), answers the pod's pid, writes the pod's stdout and stderr, stamped and
+with each launcher line's rank, straight into the container log, and once the pod has exited and its
+output is drained, records the exit status (code or signal, the OOM kills of the pod's cgroup) in
+`exit.json`, written atomically, and exits. It never reads from the server, so a server that is killed,
+stopped or upgraded leaves it and its pod running; a restarted server finds it by `state.json` and
+re-adopts the pod (`pods.adopt`). The namespace sandbox dies with the supervisor (its `--pdeathsig`), so
+a supervisor killed takes its pod along and leaves no orphan.
 
-Started as `python -m mpijob.controllers.kubelet.shim <state dir>` with `spec.json` in the state dir
-(written by `pods.spawn`); it imports nothing of the server but how a log line is written and how the kernel
-counts OOM kills.
+Run as `python -m mpijob.controllers.kubelet.shim`, this module is the supervisors' fork server
+(`serve`): started once per server with what a supervisor needs already imported, it forks one per
+pod, so a supervisor costs a fork, not a Python start-up. It imports nothing of the server but how a
+log line is written and how the kernel counts OOM kills.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from mpijob.api.mpi_output import LauncherOutput
+from mpijob.controllers.kubelet.cgroups import oom_kills
+from mpijob.store.logfile import LogWriter
 
 SPEC, STATE, EXIT = "spec.json", "state.json", "exit.json"
 PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size: a burst of output waits in the kernel, not in mpirun
@@ -76,28 +81,29 @@ def _end_if_orphaned(pod: subprocess.Popen[bytes], launcher_exit: Path) -> None:
             os.killpg(pod.pid, signal.SIGKILL if since > ORPHANED + 2 else signal.SIGTERM)
 
 
-def run(state_dir: Path) -> int:
-    from mpijob.api.mpi_output import LauncherOutput
-    from mpijob.controllers.kubelet.cgroups import oom_kills
-    from mpijob.store.logfile import LogWriter
-
+def run(state_dir: Path, token: str) -> int:
+    """Supervise the pod `state_dir/spec.json` describes until it has ended; answer `<token> <pod pid>` (or
+    `<token> ! <why>` when it could not start) on stdout, the fork server's answers."""
     spec = json.loads((state_dir / SPEC).read_text())
     for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
         # The pod's fate is the pod's: only SIGKILL ends its supervisor. Handled, not ignored: an ignored
         # signal would stay ignored in the pod's programs, a handled one is theirs again after exec.
         signal.signal(sig, lambda signum, frame: None)
     pipes = [_pipe(), _pipe()]
-    pod = subprocess.Popen(spec["argv"], stdin=subprocess.DEVNULL, stdout=pipes[0][1], stderr=pipes[1][1],
-                           env=spec["env"], cwd=spec.get("cwd"), start_new_session=True)
+    try:
+        pod = subprocess.Popen(spec["argv"], stdin=subprocess.DEVNULL, stdout=pipes[0][1], stderr=pipes[1][1],
+                               env=spec["env"], cwd=spec.get("cwd"), start_new_session=True)
+    except OSError as e:
+        _answer(f"{token} ! {e}")
+        return 1
     for _, w in pipes:
         os.close(w)
     write_atomically(state_dir / STATE, {"shim": os.getpid(), "shim_start": start_time(os.getpid()),
                                          "pid": pod.pid, "boot_id": boot_id()})
-    sys.stdout.write(f"{pod.pid}\n")
-    sys.stdout.flush()
+    _answer(f"{token} {pod.pid}")
     devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
 
     mpi = spec.get("mpi")
     sel = selectors.DefaultSelector()
@@ -123,5 +129,30 @@ def run(state_dir: Path) -> int:
     return 0
 
 
+def _answer(line: str) -> None:
+    os.write(1, f"{line}\n".encode())  # one short write: answers of supervisors started at once never mix
+
+
+def serve() -> int:
+    """The fork server: one per server, started once with all a supervisor needs already imported, so a
+    pod's supervisor costs a fork, not a Python start. Each line on stdin, `<token>\t<state dir>`, forks
+    one supervisor in a session of its own; the kernel reaps them, and they outlive this process, which
+    ends with its server (stdin closed)."""
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    for line in sys.stdin.buffer:
+        token, _, state_dir = line.decode().rstrip("\n").partition("\t")
+        if os.fork() == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a supervisor waits for its pod itself
+            os.setsid()
+            code = 1
+            try:
+                code = run(Path(state_dir), token)
+            except BaseException as e:  # noqa: BLE001 — whatever it was, the server must hear of it
+                _answer(f"{token} ! {e!r}")
+            finally:
+                os._exit(code)
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(run(Path(sys.argv[1])))
+    sys.exit(serve())
