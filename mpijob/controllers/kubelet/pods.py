@@ -45,7 +45,6 @@ class PodProcess:
     pid: int  # the pod's first process: its session and process group are the pod's
     state_dir: Path  # the supervisor's spec, state and exit record
     ended: asyncio.Future[None]  # done once the supervisor has recorded the exit and gone
-    killed_by_us: bool = False
 
     @property
     def running(self) -> bool:
@@ -66,13 +65,13 @@ class PodProcess:
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the pod's process group; in namespace mode its init takes the namespace with it."""
-        self.killed_by_us = True
         if self.running:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.pid, sig)
 
 
-LOST = Exit(128 + signal.SIGKILL, signal.SIGKILL)  # a pod whose supervisor went without a record: killed, or the machine rebooted
+# A pod whose supervisor went without a record (it was killed, or the machine rebooted): as if SIGKILLed.
+LOST = Exit(128 + signal.SIGKILL, signal.SIGKILL)
 
 
 def exit_of(returncode: int) -> Exit:
@@ -127,8 +126,8 @@ class _ForkServer:
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen([sys.executable, "-I", "-m", shim.__name__], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={"PATH": os.environ.get("PATH", "")},
-                                start_new_session=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env={"PATH": os.environ.get("PATH", "")}, start_new_session=True)
         assert proc.stdout
         fd, pending = proc.stdout.fileno(), [b""]
         os.set_blocking(fd, False)

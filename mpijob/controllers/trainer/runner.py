@@ -225,8 +225,9 @@ class JobRunner:
         if pod.is_launcher:
             mpi = {"keep_tags": asks_for_tags([*pod.command, *pod.args], _values(pod.env)), "hydra": self.impl.hydra}
         proc = self.procs[Proc(pod.name)] = await pods.spawn(
-            self.logs, self.plan.namespace, pod.name, argv, base_env, self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.CONTAINER],
-            cwd, mpi, cgroup, None if pod.is_launcher else self._launcher_exit())
+            self.logs, self.plan.namespace, pod.name, argv, base_env,
+            self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.CONTAINER], cwd, mpi, cgroup,
+            None if pod.is_launcher else self._launcher_exit())
         if self.stopped:  # stopped while this pod was being spawned: it must not outlive the job
             proc.kill(signal.SIGTERM)
         # Ready as a kubelet sees it: a node once its sshd accepts the job key (the runtime's readiness
@@ -310,7 +311,7 @@ class JobRunner:
                               names.FAILURE_MPI_NOT_INSTALLED)
             await self.teardown(outcome)
             return outcome
-        self._launcher_exit().unlink(missing_ok=True)  # an earlier run's (suspended, then resumed) is no end of this one
+        self._launcher_exit().unlink(missing_ok=True)  # an earlier run's (suspended, resumed) is not this one's end
         try:
             if self.mode == NAMESPACE:
                 self.network = await JobNetwork.create(namespace_name(self.cluster_id, plan.uid))

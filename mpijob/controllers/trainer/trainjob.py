@@ -196,7 +196,8 @@ class TrainJobController:
         self.addresses.claim(list(runner.ips.values()))
         self.devices.claim([d for ds in runner.gpus.values() for d in ds])
         self.cores.claim([c for cs in runner.cores.values() for c in cs])
-        self.runners[tj["metadata"]["uid"]] = (runner, asyncio.create_task(self._run(tj, runner.plan, runner, resume=True)))
+        task = asyncio.create_task(self._run(tj, runner.plan, runner, resume=True))
+        self.runners[tj["metadata"]["uid"]] = (runner, task)
         self._watch_deadline(tj)
         events.record(self.store, tj, names.REASON_CONTROL_PLANE_RESTARTED,
                       "the local cluster's control plane restarted; the job's pods ran on and were re-adopted")
