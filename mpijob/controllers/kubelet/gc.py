@@ -56,10 +56,9 @@ def remove_tree(path: Path) -> None:
 
 
 def kill_leftovers(cluster_id: str, keep: Collection[str] = ()) -> int:
-    """SIGKILL every process tagged with this cluster's marker (a previous server's pods and their
-    supervisors) but those of the pods in `keep` (`<namespace>/<pod>`: re-adopted ones). A supervisor
-    killed takes its pod's namespace with it (`--pdeathsig`); in the process sandbox nothing else ties
-    a pod's processes together, so each is killed by its marker."""
+    """SIGKILL every process tagged with this cluster's marker (the pods of a previous server's runs) but
+    those of the pods in `keep` (`<namespace>/<pod>`: re-adopted ones). The supervisor of a pod killed so
+    records its exit and ends (`shim.py`); supervisors carry no marker themselves."""
     marker = f"MPIJOB_CLUSTER={cluster_id}".encode()
     kept = {f"MPIJOB_POD={pod}".encode() for pod in keep}
     me = os.getpid()
