@@ -212,3 +212,29 @@ def test_an_mpijob_running_across_kill_9_succeeds(
         for rank in (0, 1):
             assert [ln for ln in log.splitlines() if ln.startswith(f"rank {rank} ")] == \
                 [f"rank {rank} tick {i}" for i in range(1, TICKS + 1)], log
+
+
+def test_a_job_caught_while_starting_starts_again(
+    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client]
+) -> None:
+    name = "ee-restart-starting"
+    info = new_server("restart-starting")
+    with connect(info) as c:
+        pods, _ = _started(c, name, 'echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 60', "rank 1 up")
+        [job_dir] = job_dirs(info.home, name)
+    _kill_server(info)
+    # What a server killed between starting the nodes and the launcher leaves: node pods running, and
+    # no supervisor ever started for the launcher.
+    launcher_dir = next(d for d in _supervisors(job_dir) if "launcher" in d.parent.name)
+    os.kill(json.loads((launcher_dir / "state.json").read_text())["shim"], signal.SIGKILL)
+    for record in launcher_dir.iterdir():
+        record.unlink()
+
+    again = new_server("restart-starting")
+    with connect(again) as c:
+        launcher = wait_launcher(c, name)  # the same pod, its log appended to: each rank up once per run
+        wait_log(c, launcher, lambda t: t.count("rank 0 up") == 2 and t.count("rank 1 up") == 2)
+        job = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/{name}"
+        assert condition(c.get(job).json(), "Failed") is None  # it runs again, not failed
+        c.delete(job)
+    wait_no_processes(name, pods=pods, timeout=30)

@@ -126,7 +126,7 @@ class JobRunner:
     async def resume(self) -> Outcome:
         """Take over a run an earlier server started: every pod its supervisor still holds is re-adopted, one
         that ended while no server ran is seen to have ended then (`pods.adopt`); then supervise as `run`
-        does. A run caught while it was still starting (its launcher never started) fails."""
+        does. A run caught while it was still starting (its launcher never started) starts again."""
         plan = self.plan
         for pod in plan.pods:
             for role in Role:
@@ -146,13 +146,24 @@ class JobRunner:
             outcome = Outcome(False, names.REASON_FAILED_JOBS, f"pod {pod} ended without an exit status: {why}")
         elif Proc(launcher.name) in self.procs:
             outcome = await self._supervise()
-        else:
-            outcome = Outcome(False, names.REASON_CONTROL_PLANE_RESTARTED,
-                              "the local cluster's control plane restarted while the job was starting")
+        else:  # caught while starting: no program ran yet, so it starts again from the beginning
+            await self._start_over()
+            return await self.run()
         if self.stopped:
             outcome = self.stopped.outcome
         await self.teardown(outcome)
         return outcome
+
+    async def _start_over(self) -> None:
+        """Stop what a run caught while starting had started (its nodes, their sshd) and forget it."""
+        for p in self.procs.values():
+            p.kill(signal.SIGKILL)
+        await asyncio.gather(*(p.wait() for p in self.procs.values()))
+        if self.network:
+            await self.network.close()
+            self.network = None
+        self.procs.clear()
+        self.exits.clear()
 
     def _launcher_exit(self) -> Path:
         """Where the launcher's supervisor records its exit, which node pods watch (`pods.spawn`)."""
