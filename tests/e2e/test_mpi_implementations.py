@@ -21,6 +21,7 @@ from e2e_support import (
     create,
     https_client,
     job_pods,
+    job_processes,
     launcher_of,
     pod_log,
     trainjob,
@@ -142,6 +143,26 @@ def test_pi_with_mpi4py_on_each_implementation(impl: str, api: httpx.Client, ann
     pi = float(re.search(r"^pi ~= ([0-9.]+)", log, re.M)[1])  # type: ignore[index]
     assert abs(pi - math.pi) < 1e-9, log
     assert VERSIONS[impl] in log, log  # mpi4py loaded the implementation's libmpi, not the machine's Open MPI 4
+
+
+def test_open_mpi_5_daemons_fork_ranks_on_the_thread_that_reaps_them(api: httpx.Client, annotated: None) -> None:
+    """PRRTE 3.0's daemons fork on a pool of 16 threads and lose a rank that ends before its thread records
+    its pid; mpirun then never exits (6 of 101 two-rank jobs here). Without the pool (mpi_impl.
+    PRRTE_NO_FORK_THREADS, which reaches the daemons through prterun) each daemon runs a thread or two."""
+    name = "impl-ompi5-threads"
+    create(api, job(name, names.MPI_OPEN_MPI_5, ["mpirun", "sleep", "8"], num_nodes=2))
+
+    def daemon_threads() -> list[int]:
+        found = [line.split(" ", 2) for line in job_processes(name)]
+        if sum(rest[0] == "sleep" for _, *rest in found) < 2:
+            return []  # the ranks are not both running yet
+        daemons = [pid for pid, program, *_ in found if program.endswith("/prted")]
+        return [int(re.search(r"^Threads:\s+(\d+)", Path(f"/proc/{pid}/status").read_text(), re.M)[1])
+                for pid in daemons]
+
+    threads = wait_for(daemon_threads, "both ranks of an Open MPI 5 job running", timeout=60)
+    assert threads and max(threads) <= 4, threads  # with the pool: 18
+    assert condition(wait_finished(api, name), "Complete")
 
 
 def test_a_runtime_naming_an_unknown_implementation_or_another_mpi_in_the_spec_is_refused(api: httpx.Client) -> None:

@@ -40,11 +40,11 @@ def missing(impl: Implementation) -> str:
 
 def env(impl: Implementation) -> dict[str, str]:
     """What a pod's processes need to run the install: its `lib` for the loader (and so for mpi4py, which
-    loads the first libmpi it finds) and what the implementation needs here (`Implementation.local_env`).
-    PATH is `sandbox.pod_path`'s."""
+    loads the first libmpi it finds), what the implementation needs here (`Implementation.local_env`) and
+    anywhere (`Implementation.fixes`). PATH is `sandbox.pod_path`'s."""
     where = prefix(impl)
     lib = {"LD_LIBRARY_PATH": str(where / "lib")} if where else {}
-    return {**lib, **dict(impl.local_env)}
+    return {**lib, **dict(impl.local_env), **dict(impl.fixes)}
 
 
 def sandbox_refusal(impl: Implementation, *, process_sandbox: bool) -> str:
