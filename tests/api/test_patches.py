@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from mpijob.api import patches, support
+from mpijob.api import patches, support, support_rules
 from mpijob.api.errors import ApiError
 from mpijob.api.plan import resolve
 from mpijob.api.resources import TRAINJOBS
@@ -144,7 +144,7 @@ def test_time_is_stamped_and_kept_while_the_entry_is_unchanged():
 
 @pytest.mark.parametrize("pod,field,words", [
     ({"volumes": [{"name": "d", "csi": {"driver": "x.example.com"}}]}, f"spec.runtimePatches[0].{POD}.volumes[0]",
-     support.UNMOUNTABLE),
+     support_rules.UNMOUNTABLE),
     ({"containers": [{"name": "node", "volumeMounts": [{"name": "d", "mountPath": "/d", "subPathExpr": "$(X)"}]}]},
      f"spec.runtimePatches[0].{POD}.containers[0].volumeMounts[0].subPathExpr", "use subPath"),
     ({"initContainers": [{"name": "fetch"}]}, f"spec.runtimePatches[0].{POD}.initContainers", "init containers"),

@@ -14,7 +14,8 @@ from kueue_samples import PLURALS, V1, cluster_queue, cohort, crd_schema, flavor
 from mpijob.api import resources as r
 from mpijob.api.errors import ApiError
 from mpijob.api.kueue.conversion import to_storage
-from mpijob.api.support import REFUSED, RULES, check, rule_for
+from mpijob.api.support import check, rule_for
+from mpijob.api.support_rules import REFUSED, RULES
 from mpijob.api.validation import admit
 from mpijob.controllers.kueue.workloads import default_objects
 
