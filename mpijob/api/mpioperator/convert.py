@@ -10,17 +10,17 @@ of the bundled `mpi-distributed` runtime gets no runtime of its own. Pure: no I/
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass
 from typing import Any
 
 from mpijob.api import names
 from mpijob.api.errors import Cause, invalid
-from mpijob.api.runtimes import BUNDLED_NAME, bundled
+from mpijob.api.mpioperator.pod_templates import LAUNCHER_INDEX, NODE_INDEX, bundled_node, convert_template
+from mpijob.api.mpioperator.report import DROPPED, MAPPED, RUNTIME, VERDICTS, Conversion, Line, Mapping, is_set
+from mpijob.api.runtimes import BUNDLED_NAME
 from mpijob.api.schema import show
 
-MAPPED, RUNTIME, DROPPED = "mapped", "runtime", "dropped"
-VERDICTS = (MAPPED, RUNTIME, DROPPED)
+__all__ = ["DROPPED", "MAPPED", "RUNTIME", "VERDICTS", "Conversion", "Mapping", "convert"]
+
 AT_STARTUP = "AtStartup"
 CREATION_POLICIES = (AT_STARTUP, names.LAUNCHER_WAIT_FOR_WORKERS)
 IMPLEMENTATIONS = (names.OPEN_MPI, names.MPI_INTEL, names.MPI_MPICH)
@@ -32,69 +32,19 @@ RUN_POLICY_FIELDS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlin
                      "schedulingPolicy", "suspend", "managedBy")
 SCHEDULING_FIELDS = ("minAvailable", "queue", "minResources", "priorityClass", "scheduleTimeoutSeconds")
 REPLICA_FIELDS = ("replicas", "restartPolicy", "template")
-BUNDLED_NODE_FIELDS = ("image", "command", "args", "ports", "readinessProbe")  # what mpi-distributed's node sets
-NODE_INDEX, LAUNCHER_INDEX = 0, 1  # the runtime's replicatedJobs: node first, as upstream's MPI runtimes
 MPI_POLICY = "spec.mlPolicy.mpi"
 
 _GANG = ("gang admission is Kueue's: it admits a TrainJob's pods all together or not at all, so there is no "
          "PodGroup to size; on a cluster without Kueue, put a podGroupPolicy in the runtime")
 _SERVER_SET = "written by the API server for the MPIJob; the TrainJob gets its own"
-_LAUNCHER_FIELD = ("a TrainJob carries only the launcher's image, command, args, env and resources: the rest of "
-                   "its container is the runtime's")
-_WORKER_FIELD = "the workers' pod template is the runtime's node replicatedJob: a TrainJob changes only the launcher"
-_ENTRYPOINT = ("with no command, the image's entrypoint runs these args (MPI Operator's Intel and MPICH images "
-               "set their MPI up there, then exec them); the local cluster, which runs no image entrypoints, runs "
-               "the args themselves")
-_KEY = ("renamed node: Trainer mounts the SSH key only into containers named node and applies spec.trainer "
-        "to them")
 
 
-@dataclass(frozen=True)
-class Mapping:
-    """One line of the report: where an MPIJob field went."""
-
-    field: str  # the MPIJob's path, concrete: spec.mpiReplicaSpecs.Worker.template.spec.containers[0].image
-    verdict: str  # MAPPED (into the TrainJob or onto the bundled runtime) | RUNTIME | DROPPED
-    to: str  # where it went: a TrainJob path, a runtime path, a label; "" when dropped
-    why: str  # for runtime and dropped lines (and non-obvious mapped ones): the reason, in one sentence
-
-
-@dataclass(frozen=True)
-class Conversion:
-    trainjob: dict
-    runtime: dict | None  # a namespaced TrainingRuntime named after the job, when the job needs one
-    report: list[Mapping]
-
-
-@dataclass
-class _Line:
-    mapping: Mapping
-    bundled: str | None = None  # a runtime line whose value mpi-distributed already has: where it has it
-
-
-def _rjob(index: int, rest: str = "") -> str:
-    """A path into the generated runtime's pod template of replicatedJob `index`."""
-    return f"spec.template.spec.replicatedJobs[{index}].template.spec.template{rest}"
-
-
-def _set(value: Any) -> bool:
-    """Whether a field is set (kube treats null, empty lists and empty maps as unset)."""
-    return value is not None and value != [] and value != {}
-
-
-def _bundled_node() -> tuple[dict, dict]:
-    """mpi-distributed's MPI policy and node container, what a job must match to run on it as is."""
-    spec = bundled()[0]["spec"]
-    (node,) = [rj for rj in spec["template"]["spec"]["replicatedJobs"] if rj["name"] == names.NODE]
-    return spec["mlPolicy"]["mpi"], node["template"]["spec"]["template"]["spec"]["containers"][0]
-
-
-class _Converter:
+class Converter:
     """One conversion: the objects being built, the report lines and the problems found."""
 
     def __init__(self, mpijob: dict) -> None:
         self.src = mpijob
-        self.lines: list[_Line] = []
+        self.lines: list[Line] = []
         self.causes: list[Cause] = []
         meta = mpijob.get("metadata") if isinstance(mpijob.get("metadata"), dict) else {}
         self.name = meta.get("name") or ""
@@ -113,7 +63,7 @@ class _Converter:
     # -- bookkeeping --------------------------------------------------------------------------------
 
     def add(self, fld: str, verdict: str, to: str = "", why: str = "", bundled_at: str | None = None) -> None:
-        self.lines.append(_Line(Mapping(fld, verdict, to, why), bundled_at))
+        self.lines.append(Line(Mapping(fld, verdict, to, why), bundled_at))
 
     def bad(self, fld: str, value: Any, message: str, reason: str = "FieldValueInvalid") -> None:
         self.causes.append(Cause(fld, f"Invalid value: {show(value)}: {message}", reason))
@@ -138,10 +88,10 @@ class _Converter:
             return
         self.add("apiVersion", MAPPED, "apiVersion", f"becomes {names.TRAINER_API_VERSION}")
         self.add("kind", MAPPED, "kind", "becomes TrainJob")
-        if _set(src.get("metadata")):  # first: its labels meet the queue and priority of the spec
+        if is_set(src.get("metadata")):  # first: its labels meet the queue and priority of the spec
             self.metadata(src["metadata"])
         for key, value in src.items():
-            if key in ("apiVersion", "kind", "metadata") or not _set(value):
+            if key in ("apiVersion", "kind", "metadata") or not is_set(value):
                 continue
             if key == "spec":
                 self.spec_fields(value)
@@ -161,7 +111,7 @@ class _Converter:
             self.bad("metadata", meta, "must be a mapping with at least name")
             return
         for key, value in meta.items():
-            if not _set(value):
+            if not is_set(value):
                 continue
             fld = f"metadata.{key}"
             if key in ("name", "namespace"):
@@ -180,39 +130,39 @@ class _Converter:
 
     def spec_fields(self, spec: dict) -> None:
         for key in spec:
-            if key not in SPEC_FIELDS and _set(spec[key]):
+            if key not in SPEC_FIELDS and is_set(spec[key]):
                 self.bad(f"spec.{key}", spec[key], f"not a field of an MPIJob spec (it has: {', '.join(SPEC_FIELDS)}); "
                          "remove it")
         slots = spec.get("slotsPerWorker")
-        if _set(slots) and self._int("spec.slotsPerWorker", slots, 1) is not None:
+        if is_set(slots) and self._int("spec.slotsPerWorker", slots, 1) is not None:
             self.trainer["numProcPerNode"] = slots
             self.add("spec.slotsPerWorker", MAPPED, "spec.trainer.numProcPerNode",
                      "the slots of each host in the hostfile, as slotsPerWorker gave them")
         self.mpi["numProcPerNode"] = slots if isinstance(slots, int) and slots >= 1 else 1
         self.launcher_as_worker = spec.get("runLauncherAsWorker") is True
         self.mpi["runLauncherAsNode"] = self.launcher_as_worker
-        if _set(spec.get("runLauncherAsWorker")):
+        if is_set(spec.get("runLauncherAsWorker")):
             self.add("spec.runLauncherAsWorker", RUNTIME, f"{MPI_POLICY}.runLauncherAsNode",
                      "the launcher is also a host: the last line of the hostfile" if self.launcher_as_worker
                      else "the launcher runs mpirun only and is no host of the hostfile",
                      bundled_at="runLauncherAsNode: true" if self.launcher_as_worker else None)
         mount = spec.get("sshAuthMountPath")
-        self.mpi["sshAuthMountPath"] = mount if _set(mount) else names.DEFAULT_SSH_AUTH_MOUNT_PATH
-        if _set(mount):
+        self.mpi["sshAuthMountPath"] = mount if is_set(mount) else names.DEFAULT_SSH_AUTH_MOUNT_PATH
+        if is_set(mount):
             self.add("spec.sshAuthMountPath", RUNTIME, f"{MPI_POLICY}.sshAuthMountPath",
                      "where Trainer mounts the job's SSH key in every node container",
-                     bundled_at=f"sshAuthMountPath: {mount}" if mount == _bundled_node()[0]["sshAuthMountPath"]
+                     bundled_at=f"sshAuthMountPath: {mount}" if mount == bundled_node()[0]["sshAuthMountPath"]
                      else None)
         self.implementation(spec.get("mpiImplementation"))
         self.creation_policy(spec.get("launcherCreationPolicy"))
-        if _set(spec.get("runPolicy")):
+        if is_set(spec.get("runPolicy")):
             self.run_policy(spec["runPolicy"])
         self.replicas(spec.get("mpiReplicaSpecs"))
 
     def implementation(self, impl: Any) -> None:
         self.mpi["mpiImplementation"] = names.OPEN_MPI
         self.implementation_name = names.OPEN_MPI
-        if not _set(impl):
+        if not is_set(impl):
             return
         fld = "spec.mpiImplementation"
         if impl not in IMPLEMENTATIONS:
@@ -230,7 +180,7 @@ class _Converter:
 
     def creation_policy(self, policy: Any) -> None:
         self.depends = policy == names.LAUNCHER_WAIT_FOR_WORKERS
-        if not _set(policy):
+        if not is_set(policy):
             return
         fld = "spec.launcherCreationPolicy"
         if policy not in CREATION_POLICIES:
@@ -249,7 +199,7 @@ class _Converter:
             self.bad("spec.runPolicy", policy, "must be a mapping")
             return
         for key, value in policy.items():
-            if not _set(value):
+            if not is_set(value):
                 continue
             fld = f"spec.runPolicy.{key}"
             if key not in RUN_POLICY_FIELDS:
@@ -287,7 +237,7 @@ class _Converter:
             self.bad("spec.runPolicy.schedulingPolicy", policy, "must be a mapping")
             return
         for key, value in policy.items():
-            if not _set(value):
+            if not is_set(value):
                 continue
             fld = f"spec.runPolicy.schedulingPolicy.{key}"
             if key not in SCHEDULING_FIELDS:
@@ -312,6 +262,7 @@ class _Converter:
         self.add(fld, MAPPED, f"metadata.labels[{key}]", why)
 
     # -- replica specs ------------------------------------------------------------------------------
+    # (their pod templates: `pod_templates`)
 
     def replicas(self, specs: Any) -> None:
         fld = "spec.mpiReplicaSpecs"
@@ -333,14 +284,14 @@ class _Converter:
                                          "template", "FieldValueRequired"))
                 continue
             for key, value in spec.items():
-                if key not in REPLICA_FIELDS and _set(value):
+                if key not in REPLICA_FIELDS and is_set(value):
                     self.bad(f"{where}.{key}", value, f"not a field of a replica spec (it has: "
                              f"{', '.join(REPLICA_FIELDS)}); remove it")
             self.replica_count(rtype, spec.get("replicas"))
-            if _set(spec.get("restartPolicy")):
+            if is_set(spec.get("restartPolicy")):
                 self.add(f"{where}.restartPolicy", DROPPED, why="Trainer has no restart policy per replica: a failed "
                          "pod fails the TrainJob")
-            self.template(rtype, spec.get("template"))
+            convert_template(self, rtype, spec.get("template"))
 
     def replica_count(self, rtype: str, replicas: Any) -> None:
         fld = f"spec.mpiReplicaSpecs.{rtype}.replicas"
@@ -359,133 +310,11 @@ class _Converter:
             self.add(fld, MAPPED, "spec.trainer.numNodes", f"{nodes}: the hosts of the hostfile, the launcher "
                      "included" if self.launcher_as_worker else "")
 
-    def template(self, rtype: str, template: Any) -> None:
-        where = f"spec.mpiReplicaSpecs.{rtype}.template"
-        index = LAUNCHER_INDEX if rtype == names.REPLICA_LAUNCHER else NODE_INDEX
-        containers = ((template or {}).get("spec") or {}).get("containers") if isinstance(template, dict) else None
-        if not containers or not isinstance(containers, list) or not isinstance(containers[0], dict):
-            self.causes.append(Cause(f"{where}.spec.containers", "Required value: a pod template with at least one "
-                                     "container; the first one is the MPI container", "FieldValueRequired"))
-            return
-        out = self.templates[index]
-        for key, value in template.items():
-            if not _set(value):
-                continue
-            if key == "metadata" and isinstance(value, dict):
-                for mkey, mvalue in value.items():
-                    if not _set(mvalue):
-                        continue
-                    if mkey in ("labels", "annotations"):
-                        out.setdefault("metadata", {})[mkey] = copy.deepcopy(mvalue)
-                        self.add(f"{where}.metadata.{mkey}", RUNTIME, _rjob(index, f".metadata.{mkey}"),
-                                 "a pod template of the runtime")
-                    else:
-                        self.add(f"{where}.metadata.{mkey}", DROPPED, why="the Job controller names its pods")
-            elif key == "spec":
-                self.pod_spec(rtype, index, value)
-            else:
-                self.add(f"{where}.{key}", DROPPED, why="not a field of a pod template")
-
-    def pod_spec(self, rtype: str, index: int, pod: dict) -> None:
-        where = f"spec.mpiReplicaSpecs.{rtype}.template.spec"
-        out = self.templates[index]["spec"]
-        for key, value in pod.items():
-            if not _set(value) or key == "containers":
-                continue
-            if key == "restartPolicy" and value == "Always":
-                self.add(f"{where}.{key}", DROPPED, why="a JobSet's Jobs take OnFailure or Never; left out, JobSet "
-                         "picks for them")
-                continue
-            out[key] = copy.deepcopy(value)
-            self.add(f"{where}.{key}", RUNTIME, _rjob(index, f".spec.{key}"), "a pod template field of the runtime")
-        containers = pod["containers"]
-        out["containers"] = [{} for _ in containers]
-        self.main_container(rtype, index, containers[0], out["containers"][0])
-        for k, c in enumerate(containers[1:], 1):
-            out["containers"][k] = copy.deepcopy(c)
-            self.add(f"{where}.containers[{k}]", RUNTIME, _rjob(index, f".spec.containers[{k}]"),
-                     f"a second container runs beside {names.CONTAINER} on a cluster; the local cluster runs only "
-                     f"the one named {names.CONTAINER}")
-
-    def main_container(self, rtype: str, index: int, c: dict, out: dict) -> None:
-        where = f"spec.mpiReplicaSpecs.{rtype}.template.spec.containers[0]"
-        at = _rjob(index, ".spec.containers[0]")
-        out["name"] = names.CONTAINER
-        launcher = rtype == names.REPLICA_LAUNCHER
-        node = _bundled_node()[1]
-        for key, value in c.items():
-            if not _set(value):
-                continue
-            fld = f"{where}.{key}"
-            if key == "name":
-                self.add(fld, RUNTIME, f"{at}.name", _KEY, bundled_at=f"container {names.CONTAINER}")
-            elif launcher and key in ("image", "command", "args"):
-                self.trainer[key] = copy.deepcopy(value)
-                if key == "image":
-                    out["image"] = value
-                why = "Trainer applies it to the launcher's node container" if key == "image" else ""
-                if key == "args" and not _set(c.get("command")):
-                    why = _ENTRYPOINT
-                self.add(fld, MAPPED, f"spec.trainer.{key}", why)
-            elif launcher and key == "env" and isinstance(value, list):
-                self.launcher_env(where, at, value, out)
-            elif key == "resources":
-                self.resources(fld, at, rtype, value, out)
-            else:
-                out[key] = copy.deepcopy(value)
-                same = not launcher and key in BUNDLED_NODE_FIELDS and node.get(key) == value
-                why = _LAUNCHER_FIELD if launcher else _WORKER_FIELD
-                if key == "args" and not _set(c.get("command")):
-                    why = f"{_WORKER_FIELD}; {_ENTRYPOINT}"
-                self.add(fld, RUNTIME, f"{at}.{key}", why,
-                         bundled_at=f"node container {key}" if same else None)
-
-    def launcher_env(self, where: str, at: str, env: list, out: dict) -> None:
-        for j, var in enumerate(env):
-            fld = f"{where}.env[{j}]"
-            name = var.get("name") if isinstance(var, dict) else None
-            if name in names.RESERVED_ENV or (isinstance(var, dict) and _set(var.get("valueFrom"))):
-                out.setdefault("env", []).append(copy.deepcopy(var))
-                self.add(fld, RUNTIME, f"{at}.env[{len(out['env']) - 1}]",
-                         "Trainer refuses it in spec.trainer.env (it sets that variable itself)"
-                         if name in names.RESERVED_ENV else "a value from a Secret, ConfigMap or field stays on the "
-                         "launcher container (the local cluster refuses valueFrom)")
-            else:
-                self.trainer.setdefault("env", []).append(copy.deepcopy(var))
-                self.add(fld, MAPPED, f"spec.trainer.env[{len(self.trainer['env']) - 1}]",
-                         "it reaches the launcher, and the nodes too when the launcher is a node")
-
-    def resources(self, fld: str, at: str, rtype: str, value: Any, out: dict) -> None:
-        """Worker resources become resourcesPerNode when the launcher is a host (Trainer then applies them to
-        every host); otherwise each stays on its own pod template, as resourcesPerNode would reach only the
-        launcher."""
-        if not self.launcher_as_worker:
-            out["resources"] = copy.deepcopy(value)
-            self.add(fld, RUNTIME, f"{at}.resources", "spec.trainer.resourcesPerNode would reach the launcher only "
-                     "(it is no host), so each pod template keeps its own")
-            return
-        worker = self._worker_resources()
-        if rtype == names.REPLICA_WORKER or value == worker:
-            self.trainer["resourcesPerNode"] = copy.deepcopy(worker if worker else value)
-            self.add(fld, MAPPED, "spec.trainer.resourcesPerNode", "the resources of every host, the launcher "
-                     "included (it is a node)")
-        else:
-            out["resources"] = copy.deepcopy(value)
-            self.add(fld, RUNTIME, f"{at}.resources", "it differs from the Worker's, which spec.trainer."
-                     "resourcesPerNode merges over it key by key (the launcher is a node)")
-
-    def _worker_resources(self) -> Any:
-        try:
-            return self.src["spec"]["mpiReplicaSpecs"][names.REPLICA_WORKER]["template"]["spec"]["containers"][0] \
-                .get("resources")
-        except (KeyError, TypeError, IndexError, AttributeError):
-            return None
-
     # -- the objects --------------------------------------------------------------------------------
 
     def fits_bundled(self) -> bool:
         """Whether the bundled mpi-distributed runtime runs this job as its own runtime would."""
-        policy, node = _bundled_node()
+        policy, node = bundled_node()
         worker = self.templates[NODE_INDEX]["spec"].get("containers", [{}])[0]
         return (self.implementation_name == names.OPEN_MPI
                 and self.mpi["sshAuthMountPath"] == policy["sshAuthMountPath"]
@@ -543,7 +372,7 @@ def convert(mpijob: dict, *, always_runtime: bool = False) -> Conversion:
         raise invalid(names.MPIJOB_KIND, "", [Cause("", f"Invalid value: {show(mpijob)}: expected an MPIJob "
                                                         "object (a mapping with apiVersion, kind, metadata, spec)")],
                       names.MPI_OPERATOR_GROUP)
-    conv = _Converter(mpijob)
+    conv = Converter(mpijob)
     conv.run()
     if conv.causes:
         raise invalid(names.MPIJOB_KIND, conv.name, conv.causes, names.MPI_OPERATOR_GROUP)
