@@ -10,11 +10,10 @@ import json
 import os
 import signal
 import socket
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpijob.api import Obj, failures, mpi_impl, names
+from mpijob.api import failures, mpi_impl, names
 from mpijob.api.mpi_output import asks_for_tags, parse_rank_field
 from mpijob.api.plan import PodPlan, RunPlan, plan_from_dict
 from mpijob.api.quantity import quantity_value
@@ -23,11 +22,7 @@ from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
 from mpijob.controllers.kubelet.network import JobNetwork, namespace_name
 from mpijob.controllers.kubelet.sandbox import (
     ACCEPTED,
-    LOCAL_MCA,
-    LOOPBACK_MCA,
     NAMESPACE,
-    PRIVATE_SESSION_MCA,
-    PROCESS,
     SSH_PORT,
     YIELD_WHEN_IDLE,
     JobFiles,
@@ -36,6 +31,7 @@ from mpijob.controllers.kubelet.sandbox import (
     kubernetes_env,
     pod_path,
 )
+from mpijob.controllers.trainer.pod_env import PodEnv, local_mca, values
 from mpijob.controllers.trainer.stops import Outcome, Stop, Then
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
@@ -46,7 +42,6 @@ LOG_TAIL = 200  # lines of the launcher's log the failure classifier reads
 PROBE_INTERVAL = 0.01
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL when tearing a job down
 CAUSE_WINDOW = 0.5  # seconds a failed launcher waits for a node that may have failed with it (`_supervise`)
-ROOT_ALLOWANCE = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 RUN_RECORD = "run.json"  # in the job's directory: what a restarted server needs to take the run over
 
 
@@ -79,17 +74,15 @@ class JobRunner:
         self.gpus = gpus or {}  # pod name → its GPU indices (disjoint across running pods)
         self.cores = cores or {}  # pod name → its CPU cores, when it asked for whole CPUs and they fit
         self.mode = files.mode
-        self.local_mca = {**LOCAL_MCA, **(LOOPBACK_MCA if self.mode == PROCESS else PRIVATE_SESSION_MCA),
-                          **({YIELD_WHEN_IDLE: "1"} if yield_when_idle else {})}
         self.api_server = api_server
         # the runtime's MPI (api/mpi_impl.py) and this machine's install of it: first on PATH, its libraries found
         self.impl = mpi_impl.IMPLEMENTATIONS[plan.mpi_implementation]
-        self.mpi_prefix = mpi_installs.prefix(self.impl)
         self.network: JobNetwork | None = None  # the job's own network (namespace mode), made by run()
-        address = trainer_status.api_address(self.mode, api_server)
         # where pods find the API server (the Service address in their own network), and their job's status endpoint
-        self.service_env = kubernetes_env(*address) if address else {}
-        self.status_url = trainer_status.status_url(address, plan)
+        address = trainer_status.api_address(self.mode, api_server)
+        self.env = PodEnv(plan, files, cluster_id, self.impl, local_mca(self.mode, yield_when_idle),
+                          kubernetes_env(*address) if address else {}, self.gpus,
+                          trainer_status.status_url(address, plan))
         self.procs: dict[Proc, pods.PodProcess] = {}
         self.exits: dict[Proc, pods.Exit] = {}
         self.cgroups: dict[str, PodCgroup] = {}  # pod name → its cgroup (namespace mode)
@@ -105,8 +98,8 @@ class JobRunner:
         """Record what a restarted server needs to take this run over (`load`, `resume`)."""
         shim.write_atomically(self.files.root / RUN_RECORD, {
             "plan": dataclasses.asdict(self.plan), "ips": self.ips, "gpus": self.gpus, "cores": self.cores,
-            "yield_when_idle": YIELD_WHEN_IDLE in self.local_mca, "api_server": self.api_server,
-            "status_url": self.status_url})
+            "yield_when_idle": YIELD_WHEN_IDLE in self.env.local_mca, "api_server": self.api_server,
+            "status_url": self.env.status_url})
 
     @classmethod
     def load(cls, store: Store, logs: LogStore, files: JobFiles, cluster_id: str) -> JobRunner | None:
@@ -120,7 +113,7 @@ class JobRunner:
         server = record.get("api_server")
         runner = cls(store, logs, files, plan, record["ips"], cluster_id, record["gpus"], record["cores"],
                      record["yield_when_idle"], tuple(server) if server else None)
-        runner.status_url = record["status_url"]
+        runner.env.status_url = record["status_url"]
         return runner
 
     async def resume(self) -> Outcome:
@@ -170,57 +163,20 @@ class JobRunner:
         launcher = next(p for p in self.plan.pods if p.is_launcher)
         return self.files.pod_dir(launcher) / SUPERVISOR_DIR[Role.CONTAINER] / shim.EXIT
 
-    # -- environment ---------------------------------------------------------------------------
-
-    def _marker(self, pod: PodPlan) -> dict[str, str]:
-        """Tags every process of the pod so a restarted server can find leftovers."""
-        return {"MPIJOB_CLUSTER": self.cluster_id, "MPIJOB_POD": f"{self.plan.namespace}/{pod.name}"}
-
-    def _devices(self, pod: PodPlan) -> dict[str, str]:
-        """The pod's own GPUs: like the NVIDIA device plugin, a pod without GPUs sees none. Numbered in
-        PCI bus order, as NVML and nvidia-smi number them, so its usage is read from the right GPUs."""
-        return {"CUDA_VISIBLE_DEVICES": ",".join(str(d) for d in self.gpus.get(pod.name, [])),
-                "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
-
-    def _env(self, pod: PodPlan, user: User, own: Iterable[Obj], identity: dict[str, str]) -> dict[str, str]:
-        """The environment every process of a pod starts with, its container and its sshd sessions alike:
-        PATH, who and where it is (`identity`), the API server's Service variables, the local MCA settings,
-        the cluster marker, the pod's GPUs, root's allowance to run Open MPI, then the job's own
-        variables (`own`), which win (as a container's env wins over the kubelet's Service variables), and
-        Trainer's status variables, which Trainer's plugin upserts over them."""
-        env = {"PATH": pod_path(self.mpi_prefix), **identity, **self.service_env, **self.local_mca,
-               **mpi_installs.env(self.impl), "MPIJOB_CLUSTER": self.cluster_id, **self._devices(pod)}
-        if user.uid == 0:
-            env |= ROOT_ALLOWANCE
-        return env | _values(own) | trainer_status.env(self.status_url, self.files, pod)
-
-    def _session_env(self, pod: PodPlan, user: User) -> dict[str, str]:
-        """What sshd gives every remote session (ranks, orted): trainer.env reaches every rank."""
-        identity = {**self._marker(pod), **({"HOME": user.home} if self.mode == PROCESS else {})}
-        return self._env(pod, user, self.plan.user_env, identity)
-
-    def _container_env(self, pod: PodPlan, user: User, home: str) -> dict[str, str]:
-        identity = {"HOME": home, "USER": user.name, "LOGNAME": user.name, "HOSTNAME": pod.hostname,
-                    **self._marker(pod), **(self.impl.launcher_config(home)[1] if pod.is_launcher else {})}
-        env = self._env(pod, user, pod.env, identity)
-        if self.mode == PROCESS and pod.is_launcher:
-            env |= self.impl.elsewhere_env(str(self.files.hostfile), str(self.files.ssh_config))
-        return env
-
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def _start(self, pod: PodPlan, user: User, sshd_only: bool = False) -> None:
         """Start a pod; `sshd_only` starts just the sshd of a process-mode launcher host."""
-        session_env = self._session_env(pod, user)
+        session_env = self.env.session(pod, user)
         pod_dir = self.files.write_pod(self.plan, pod, self.ips, user, session_env)
         home = user.home if self.mode == NAMESPACE else str(pod_dir / "home")
-        base_env = {"PATH": pod_path(), **self._marker(pod)}
+        base_env = {"PATH": pod_path(), **self.env.marker(pod)}
         if sshd_only:
             self.procs[Proc(pod.name, Role.SSHD)] = await pods.spawn(
                 self.logs, self.plan.namespace, pod.name + "-sshd", self.files.sshd_argv(pod), base_env,
                 self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.SSHD])
             return
-        env = self._container_env(pod, user, home)
+        env = self.env.container(pod, user, home)
         cgroup = PodCgroup.create(self.cluster_id, pod.name, pod.resources) if self.mode == NAMESPACE else None
         if cgroup:
             self.cgroups[pod.name] = cgroup
@@ -234,7 +190,7 @@ class JobRunner:
         # asked for tags, drops them: `kubectl logs` shows what the program printed.
         mpi = None
         if pod.is_launcher:
-            mpi = {"keep_tags": asks_for_tags([*pod.command, *pod.args], _values(pod.env)), "hydra": self.impl.hydra}
+            mpi = {"keep_tags": asks_for_tags([*pod.command, *pod.args], values(pod.env)), "hydra": self.impl.hydra}
         proc = self.procs[Proc(pod.name)] = await pods.spawn(
             self.logs, self.plan.namespace, pod.name, argv, base_env,
             self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.CONTAINER], cwd, mpi, cgroup,
@@ -479,11 +435,6 @@ class JobRunner:
         proc = self.procs.get(Proc(pod))
         if proc:
             proc.kill()
-
-
-def _values(env: Iterable[Obj]) -> dict[str, str]:
-    """`name → value` of env entries with a value (trainer.env, a pod's env), not those from a source."""
-    return {e["name"]: str(e["value"]) for e in env if "value" in e}
 
 
 class Stopped(Exception):

@@ -181,7 +181,7 @@ class TrainJobController:
         self._write_service_accounts(files, plan, accounts, stored)
         crowded = self._crowded(tj, plan, cores)
         runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus, cores, crowded, server)
-        runner.status_url = url
+        runner.env.status_url = url
         runner.save()
         self.accounting.started(tj, wl, plan)
         self.runners[uid] = (runner, asyncio.create_task(self._run(tj, plan, runner)))
