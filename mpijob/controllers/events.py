@@ -1,8 +1,12 @@
-"""Kubernetes Events: every transition the controllers make is recorded where `describe` finds it."""
+"""Kubernetes Events: every transition the controllers make is recorded where `describe` finds it.
+
+An Event that repeats one already recorded (same object, type, reason, message and component) bumps that
+one's `count` and `lastTimestamp`, as client-go's recorder does: a job re-adopted by five restarts shows
+one Event of count 5 rather than five."""
 
 from __future__ import annotations
 
-import uuid
+import hashlib
 
 from mpijob.api import Obj
 from mpijob.api.resources import EVENTS
@@ -15,11 +19,21 @@ def record(store: Store, obj: Obj, reason: str, message: str, warning: bool = Fa
            component: str = COMPONENT) -> None:
     """An Event on `obj`, from `component` (the controllers; kube-scheduler's name for its own words)."""
     meta = obj["metadata"]
+    namespace = meta.get("namespace", "default")
+    event_type = "Warning" if warning else "Normal"
+    # named by what makes it the same Event, so a repeat finds it (kube names it by time; the shape is alike)
+    key = "\0".join((obj.get("kind", ""), meta.get("uid", ""), event_type, reason, message, component))
+    name = f"{meta['name']}.{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     ts = now()
+    if (seen := store.try_get(EVENTS, namespace, name)) is not None:
+        seen["count"] = seen.get("count", 1) + 1
+        seen["lastTimestamp"] = ts
+        store.update(EVENTS, seen)
+        return
     store.create(
         EVENTS,
         {
-            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": meta.get("namespace", "default")},
+            "metadata": {"name": name, "namespace": namespace},
             "involvedObject": {
                 "apiVersion": obj.get("apiVersion", ""),
                 "kind": obj.get("kind", ""),
@@ -30,7 +44,7 @@ def record(store: Store, obj: Obj, reason: str, message: str, warning: bool = Fa
             },
             "reason": reason,
             "message": message,
-            "type": "Warning" if warning else "Normal",
+            "type": event_type,
             "firstTimestamp": ts,
             "lastTimestamp": ts,
             "eventTime": None,
