@@ -93,3 +93,18 @@ def test_a_pod_that_cannot_start_says_why(tmp_path: Path) -> None:
         assert "could not start" in str(e) and "/no/such/program" in str(e), e
     else:
         raise AssertionError("a pod whose program does not exist started")
+
+
+def test_a_supervisor_that_fails_once_its_pod_runs_says_why_in_its_errors_file(tmp_path: Path) -> None:
+    logs = LogStore(tmp_path / "logs")
+    logs.path("ns", "p", "node").mkdir(parents=True)  # the container log cannot be opened: a directory is there
+
+    async def main() -> tuple[pods.Exit, str]:
+        pod = await pods.spawn(logs, "ns", "p", ["sleep", "30"], ENV, tmp_path / "s")
+        ended = await pod.wait()
+        os.killpg(pod.pid, signal.SIGKILL)  # what the sandbox's --pdeathsig does to a real pod
+        return ended, pod.lost()
+
+    ended, lost = asyncio.run(main())
+    assert ended == pods.LOST and lost.startswith("its supervisor failed: IsADirectoryError"), lost
+    assert (tmp_path / "s" / shim.ERRORS).stat().st_mode & 0o777 == 0o600

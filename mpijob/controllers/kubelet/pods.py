@@ -61,6 +61,8 @@ class PodProcess:
         state = json.loads((self.state_dir / shim.STATE).read_text())
         if state.get("boot_id") != shim.boot_id():
             return "the machine restarted while the local cluster's control plane was down"
+        if failure := shim.failure(self.state_dir):
+            return f"its supervisor failed: {failure}"
         return "its supervisor was killed while the local cluster's control plane was down"
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
@@ -101,7 +103,7 @@ async def spawn(
     and records its exit in `state_dir`; a node pod stops itself a while after `ends_with` (its launcher's
     exit record) appears, should no server do it. Returns once the pod's first process runs."""
     state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for old in (shim.STATE, shim.EXIT):
+    for old in (shim.STATE, shim.EXIT, shim.ERRORS):
         (state_dir / old).unlink(missing_ok=True)
     log = logs.path(namespace, name, CONTAINER)
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from mpijob.api.mpi_output import LauncherOutput
@@ -34,6 +35,7 @@ from mpijob.controllers.kubelet.cgroups import oom_kills
 from mpijob.store.logfile import LogWriter
 
 SPEC, STATE, EXIT = "spec.json", "state.json", "exit.json"
+ERRORS = "errors"  # what went wrong in the supervisor itself once its pod started (its stderr)
 PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size: a burst of output waits in the kernel, not in mpirun
 ORPHANED = 10.0  # seconds a node pod outlives its launcher's end before it stops itself (a server does it in 2)
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")  # a new one each boot: a pod of an earlier boot is gone
@@ -102,8 +104,9 @@ def run(state_dir: Path, token: str) -> int:
                                          "pid": pod.pid, "boot_id": boot_id()})
     _answer(f"{token} {pod.pid}")
     devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
+    errors = os.open(state_dir / ERRORS, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    for fd, to in ((0, devnull), (1, devnull), (2, errors)):
+        os.dup2(to, fd)
 
     mpi = spec.get("mpi")
     sel = selectors.DefaultSelector()
@@ -129,6 +132,15 @@ def run(state_dir: Path, token: str) -> int:
     return 0
 
 
+def failure(state_dir: Path) -> str:
+    """The last line the supervisor wrote to its ERRORS file ("" for none): why it ended without a record."""
+    try:
+        lines = (state_dir / ERRORS).read_text(errors="replace").split("\n")
+    except OSError:
+        return ""
+    return next((ln.strip() for ln in reversed(lines) if ln.strip()), "")
+
+
 def _answer(line: str) -> None:
     os.write(1, f"{line}\n".encode())  # one short write: answers of supervisors started at once never mix
 
@@ -148,7 +160,8 @@ def serve() -> int:
             try:
                 code = run(Path(state_dir), token)
             except BaseException as e:  # noqa: BLE001 — whatever it was, the server must hear of it
-                _answer(f"{token} ! {e!r}")
+                _answer(f"{token} ! {e!r}")  # once the pod runs, nobody listens: its ERRORS file has it
+                traceback.print_exc()
             finally:
                 os._exit(code)
     return 0
