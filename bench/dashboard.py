@@ -44,7 +44,6 @@ import json
 import ssl
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -61,14 +60,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests" / "dashboard"))
 from browser_support import Browsers, missing_tools  # noqa: E402 - the tests' browser (same flags, no downloads)
-from startup import BenchError, kubeconfig_access  # noqa: E402 - the sibling bench module
-
-from mpijob.store import supervisor  # noqa: E402
-from mpijob.store.home import Home  # noqa: E402
+from clusters import temp_cluster  # noqa: E402
+from startup import RUNTIME, BenchError  # noqa: E402 - the sibling bench modules
+from surfaces import ready_client  # noqa: E402
 
 NAMESPACE = "default"
 TRAINJOBS = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{NAMESPACE}/trainjobs"
-RUNTIME = "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/mpi-distributed"
 PAGE_SIZE = 50  # the jobs list's default page (web/src/jobs/JobsList.jsx)
 TARGET_READY_MS_100 = 200.0  # the issue's goal: 100 jobs usable within 200 ms
 UPDATES_PER_RUN = 2
@@ -125,19 +122,6 @@ def stats(values: list[float]) -> dict[str, float]:
 
 
 # -- the server and its jobs -------------------------------------------------------------------------------
-
-
-def client(kubeconfig: Path) -> httpx.Client:
-    url, ctx, headers = kubeconfig_access(kubeconfig)
-    return httpx.Client(base_url=url, verify=ctx, timeout=30.0, headers=headers)
-
-
-def wait_runtime(http: httpx.Client) -> None:
-    deadline = time.monotonic() + TIMEOUT_S
-    while http.get(RUNTIME).status_code != 200:
-        if time.monotonic() > deadline:
-            raise BenchError("the server never served ClusterTrainingRuntime mpi-distributed")
-        time.sleep(0.1)
 
 
 def seed(http: httpx.Client, first: int, count: int, tag: str) -> None:
@@ -315,15 +299,12 @@ def run(runs: int, sizes: list[int]) -> dict[str, Any]:
     problems = missing_tools()
     if problems:
         raise BenchError("missing: " + "; ".join(problems))
-    with tempfile.TemporaryDirectory(prefix="mpijob-bench-dashboard-") as tmpdir:
-        tmp = Path(tmpdir)
-        home = Home(tmp / "home").ensure()
-        info = supervisor.start(home, timeout=60, env={"MPIJOB_NO_CONTROLLERS": "1"})
+    with temp_cluster("mpijob-bench-dashboard-", controllers=False) as (home, info):
+        tmp = home.root.parent
         browsers = Browsers(tmp / "chromium")
         site = StaticSite(tmp, home.root / "tls" / "server.crt", home.root / "tls" / "server.key")
         try:
-            with client(info.kubeconfig) as http:
-                wait_runtime(http)
+            with ready_client(info.kubeconfig, TIMEOUT_S) as http:
                 driver = browsers.new(log_console=False, flags=NO_BFCACHE)
                 login(driver, http, info.url.rstrip("/"))
                 dashboard = info.url.rstrip("/") + "/dashboard/#/jobs"
@@ -341,7 +322,6 @@ def run(runs: int, sizes: list[int]) -> dict[str, Any]:
         finally:
             site.close()
             browsers.quit_all()
-            supervisor.stop(home, timeout=20, drain=True)
     by_size = {r["jobs"]: r for r in results}
     hundred = by_size.get(100)
     return {

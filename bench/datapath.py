@@ -23,31 +23,25 @@ import argparse
 import copy
 import json
 import os
-import subprocess
 import sys
-import tempfile
-import uuid
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from clusters import temp_cluster  # noqa: E402
 from surfaces import (  # noqa: E402 — the sibling module, found whether run from the repo root or bench/
     NAMESPACE,
     PYTHON,
     RUNTIME,
     BenchError,
     alternate,
-    create,
-    delete_all,
-    launcher_pod,
-    raw_client,
+    bare_mpirun,
+    ready_client,
+    recorded,
+    run_to_log,
     stats,
-    wait_complete,
-    wait_runtime,
 )
-
-from mpijob.store import supervisor  # noqa: E402
-from mpijob.store.home import Home  # noqa: E402
 
 PROGRAM = str(Path(__file__).resolve().parent / "pingpong.py")
 TARGET_RATIO = 1.05
@@ -88,28 +82,15 @@ def create_one_pod_runtime(http: Any) -> None:
 
 def run_job(http: Any, runtime: dict[str, str], nodes: int, procs: int, iters: int) -> dict[str, Any]:
     """One TrainJob running the ping-pong; its rank 0 result."""
-    name = f"pp-{uuid.uuid4().hex[:6]}"
-    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-           "metadata": {"name": name, "namespace": NAMESPACE},
-           "spec": {"runtimeRef": runtime,
-                    "trainer": {"numNodes": nodes, "numProcPerNode": procs,
-                                "command": ["mpirun", "-np", "2", *pingpong(iters)]}}}
-    create(http, job)
-    wait_complete(http, [name], timeout=600)
-    log = http.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{launcher_pod(http, name)}/log").text
-    delete_all(http, [name])
+    log, _ = run_to_log(http, "pp", {"runtimeRef": runtime,
+                                     "trainer": {"numNodes": nodes, "numProcPerNode": procs,
+                                                 "command": ["mpirun", "-np", "2", *pingpong(iters)]}})
     return result(log)
 
 
 def run_bare(extra: list[str], iters: int) -> dict[str, Any]:
     """The same program under the machine's mpirun, outside the cluster."""
-    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}
-    out = subprocess.run(["mpirun", "-np", "2", *extra, *pingpong(iters)], env=env,
-                         capture_output=True, text=True, timeout=600)
-    if out.returncode != 0:
-        raise BenchError(f"bare mpirun exited {out.returncode}:\n{out.stderr[-2000:]}")
-    return result(out.stdout)
+    return result(bare_mpirun(["-np", "2", *extra, *pingpong(iters)])[0])
 
 
 def measure(http: Any, runs: int, iters: int) -> dict[str, Any]:
@@ -117,15 +98,9 @@ def measure(http: Any, runs: int, iters: int) -> dict[str, Any]:
     report: dict[str, Any] = {}
     for placement, (runtime, nodes, procs, extra) in PLACEMENTS.items():
         seen: dict[str, list[dict[str, Any]]] = {"ours": [], "baseline": []}
-
-        def side(name: str, run: Any) -> Any:
-            def once() -> float:
-                seen[name].append(run())
-                return seen[name][-1]["latency_us"]
-            return once
-
-        alternate(runs, {"ours": side("ours", lambda: run_job(http, runtime, nodes, procs, iters)),
-                         "baseline": side("baseline", lambda: run_bare(extra, iters))})
+        latency = itemgetter("latency_us")
+        alternate(runs, {"ours": recorded(lambda: run_job(http, runtime, nodes, procs, iters), seen["ours"], latency),
+                         "baseline": recorded(lambda: run_bare(extra, iters), seen["baseline"], latency)})
         lat = {k: stats([r["latency_us"] for r in v], 2) for k, v in seen.items()}
         bw = {k: stats([r["bandwidth_MBps"] for r in v], 1) for k, v in seen.items()}
         lat_ratio = lat["ours"]["median"] / lat["baseline"]["median"]
@@ -147,19 +122,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--iters", type=int, default=10000)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="mpijob-datapath-") as tmp:
-        home = Home(Path(tmp) / "home")
-        info = supervisor.start(home, timeout=60)
-        try:
-            with raw_client(info.kubeconfig) as http:
-                wait_runtime(http)
-                create_one_pod_runtime(http)
-                report = measure(http, args.runs, args.iters)
-        except BenchError as e:
-            print(f"bench/datapath.py: {e}", file=sys.stderr)
-            return 1
-        finally:
-            supervisor.stop(home, drain=True)
+    try:
+        with temp_cluster("mpijob-datapath-") as (_, info), ready_client(info.kubeconfig) as http:
+            create_one_pod_runtime(http)
+            report = measure(http, args.runs, args.iters)
+    except BenchError as e:
+        print(f"bench/datapath.py: {e}", file=sys.stderr)
+        return 1
     print(json.dumps({"runs": args.runs, "iters": args.iters, "cores": len(os.sched_getaffinity(0)),
                       "sandbox_mode": info.sandbox_mode, "target_ratio": TARGET_RATIO, **report,
                       "meets_target": all(r["meets_target"] for r in report.values())}, indent=2))

@@ -25,7 +25,6 @@ import ssl
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import astuple, fields
 from pathlib import Path
@@ -33,11 +32,12 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from clusters import serving, temp_home  # noqa: E402 — the sibling bench module
 
 from mpijob.api import names  # noqa: E402
 from mpijob.store import supervisor  # noqa: E402
 from mpijob.store.history import DAY, History, JobRecord  # noqa: E402
-from mpijob.store.home import Home  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MPIJOB = str(ROOT / ".venv" / "bin" / "mpijob")
@@ -141,39 +141,37 @@ def main() -> int:
     args = parser.parse_args()
     now = time.time()
     out: dict[str, object] = {"records": args.records, "runs": args.runs}
-    with tempfile.TemporaryDirectory(prefix="mpijob-bench-history-") as tmp:
-        home = Home(Path(tmp) / "home").ensure()
-        try:
-            out["populate_s"] = round(populate(home.history, args.records, now), 2)
-            info = supervisor.start(home, timeout=60, env={"MPIJOB_NO_CONTROLLERS": "1"})
-            out["db_bytes"] = sum(p.stat().st_size for p in home.root.glob("history.db*"))
-            env = {**os.environ, "MPIJOB_HOME": str(home.root)}
-            env.pop("KUBECONFIG", None)
-            for argv in ([MPIJOB, "history", "-A"], [SQLITE, str(home.history), "SELECT 1"]):
-                _timed(argv, env)  # page both binaries and the server's first request in
-            floor = {"python_bare": [_timed([PYTHON, "-c", "pass"], env)[0] for _ in range(args.runs)],
-                     "mpijob_help": [_timed([MPIJOB, "--help"], env)[0] for _ in range(args.runs)]}
-            out["startup_s"] = {k: _stats(v) for k, v in floor.items()}
-            for name, (cli_args, query, sqlite_opts) in measures(now).items():
-                samples: dict[str, list[float]] = {"ours": [], "baseline": []}
-                rows: dict[str, int] = {}
-                for run in range(args.runs):
-                    sides = ("ours", "baseline") if run % 2 == 0 else ("baseline", "ours")
-                    for side in sides:
-                        argv = [MPIJOB, "history", *cli_args] if side == "ours" else \
-                            [SQLITE, *sqlite_opts, str(home.history), query]
-                        elapsed, lines = _timed(argv, env)
-                        samples[side].append(elapsed)
-                        rows[side] = lines
-                ours, base = statistics.median(samples["ours"]), statistics.median(samples["baseline"])
-                out[name] = {"args": cli_args, "ours": _stats(samples["ours"]), "baseline": _stats(samples["baseline"]),
-                             "overhead_s": round(ours - base, 4), "output_lines": rows}
-            out["server_side"] = server_side(info, home.history, args.runs)
-        except Exception as exc:  # noqa: BLE001 — the bench reports and fails, never hides it
-            print(f"bench/history.py: {exc}", file=sys.stderr)
-            return 1
-        finally:
-            supervisor.stop(home, timeout=20, drain=True)
+    try:
+        with temp_home("mpijob-bench-history-") as home:
+            out["populate_s"] = round(populate(home.history, args.records, now), 2)  # before the server opens it
+            with serving(home, controllers=False) as info:
+                out["db_bytes"] = sum(p.stat().st_size for p in home.root.glob("history.db*"))
+                env = {**os.environ, "MPIJOB_HOME": str(home.root)}
+                env.pop("KUBECONFIG", None)
+                for argv in ([MPIJOB, "history", "-A"], [SQLITE, str(home.history), "SELECT 1"]):
+                    _timed(argv, env)  # page both binaries and the server's first request in
+                floor = {"python_bare": [_timed([PYTHON, "-c", "pass"], env)[0] for _ in range(args.runs)],
+                         "mpijob_help": [_timed([MPIJOB, "--help"], env)[0] for _ in range(args.runs)]}
+                out["startup_s"] = {k: _stats(v) for k, v in floor.items()}
+                for name, (cli_args, query, sqlite_opts) in measures(now).items():
+                    samples: dict[str, list[float]] = {"ours": [], "baseline": []}
+                    rows: dict[str, int] = {}
+                    for run in range(args.runs):
+                        sides = ("ours", "baseline") if run % 2 == 0 else ("baseline", "ours")
+                        for side in sides:
+                            argv = [MPIJOB, "history", *cli_args] if side == "ours" else \
+                                [SQLITE, *sqlite_opts, str(home.history), query]
+                            elapsed, lines = _timed(argv, env)
+                            samples[side].append(elapsed)
+                            rows[side] = lines
+                    ours, base = statistics.median(samples["ours"]), statistics.median(samples["baseline"])
+                    out[name] = {"args": cli_args, "ours": _stats(samples["ours"]),
+                                 "baseline": _stats(samples["baseline"]),
+                                 "overhead_s": round(ours - base, 4), "output_lines": rows}
+                out["server_side"] = server_side(info, home.history, args.runs)
+    except Exception as exc:  # noqa: BLE001 — the bench reports and fails, never hides it
+        print(f"bench/history.py: {exc}", file=sys.stderr)
+        return 1
     out["cpus"] = os.cpu_count()
     print(json.dumps(out, indent=2))
     return 0

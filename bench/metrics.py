@@ -28,16 +28,18 @@ import os
 import ssl
 import statistics
 import sys
-import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from clusters import temp_clusters  # noqa: E402 — the sibling bench modules
+from surfaces import timed_gets  # noqa: E402
 
 from mpijob.store import supervisor  # noqa: E402
-from mpijob.store.home import Home  # noqa: E402
 
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs"
 METRICS_API = "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods"
@@ -90,12 +92,10 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
     path = "/api/v1/namespaces/default/pods"
-    with tempfile.TemporaryDirectory(prefix="mpijob-bench-metrics-") as tmp:
-        homes = {"on": Home(Path(tmp) / "on").ensure(), "off": Home(Path(tmp) / "off").ensure()}
-        env = {"on": {}, "off": {"MPIJOB_METRICS_INTERVAL": "0"}}
-        try:
-            infos = {side: supervisor.start(homes[side], timeout=60, env=env[side]) for side in homes}
-            clients = {side: _client(infos[side]) for side in infos}
+    env = {"on": {}, "off": {"MPIJOB_METRICS_INTERVAL": "0"}}
+    try:
+        with temp_clusters("mpijob-bench-metrics-", env) as infos, ExitStack() as stack:
+            clients = {side: stack.enter_context(_client(infos[side])) for side in infos}
             for side, c in clients.items():
                 c.post(TRAINER, json=_job("sleeper", 4)).raise_for_status()
                 _running(c, "sleeper", 4)
@@ -107,27 +107,19 @@ def main() -> int:
                     clients[side].get(path).raise_for_status()
             end, poll, i = time.monotonic() + args.seconds, 0.0, 0
             while time.monotonic() < end:
-                for side in (("on", "off") if i % 2 == 0 else ("off", "on")):
-                    start = time.perf_counter()
-                    resp = clients[side].get(path)
-                    times[side].append((time.perf_counter() - start) * 1000)
-                    resp.raise_for_status()
+                timed_gets(clients, path, i, times)
                 i += 1
                 if time.monotonic() >= poll:  # not compared with `off`: what a scrape costs, how often it samples
                     poll = time.monotonic() + 0.5
                     start = time.perf_counter()
                     clients["on"].get("/metrics").raise_for_status()
                     scrapes.append((time.perf_counter() - start) * 1000)
-                    windows += [float(m["window"].rstrip("s")) for m in clients["on"].get(METRICS_API).json()["items"]]
+                    windows += [float(m["window"].rstrip("s"))
+                                for m in clients["on"].get(METRICS_API).json()["items"]]
             first = _first_figure(clients["on"])
-            for c in clients.values():
-                c.close()
-        except Exception as exc:  # noqa: BLE001 — the bench reports and fails, never hides it
-            print(f"bench/metrics.py: {exc}", file=sys.stderr)
-            return 1
-        finally:
-            for h in homes.values():
-                supervisor.stop(h, timeout=30, drain=True)
+    except Exception as exc:  # noqa: BLE001 — the bench reports and fails, never hides it
+        print(f"bench/metrics.py: {exc}", file=sys.stderr)
+        return 1
     p50 = {side: statistics.median(v) for side, v in times.items()}
     out = {"seconds": args.seconds, "requests_per_side": len(times["on"]), "pods_sampled": 4,
            "sampling_on_p50_ms": round(p50["on"], 3), "sampling_off_p50_ms": round(p50["off"], 3),

@@ -23,16 +23,17 @@ import os
 import ssl
 import statistics
 import sys
-import tempfile
-import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from clusters import temp_clusters  # noqa: E402 — the sibling bench modules
+from surfaces import timed_gets  # noqa: E402
 
 from mpijob.store import supervisor  # noqa: E402
-from mpijob.store.home import Home  # noqa: E402
 
 RBAC_V1 = "/apis/rbac.authorization.k8s.io/v1"
 
@@ -79,33 +80,20 @@ def main() -> int:
     parser.add_argument("--bindings", type=int, default=1000)
     args = parser.parse_args()
     path = "/api/v1/namespaces/team-0/configmaps/probe"
-    with tempfile.TemporaryDirectory(prefix="mpijob-bench-rbac-") as tmp:
-        homes = {"on": Home(Path(tmp) / "on").ensure(), "off": Home(Path(tmp) / "off").ensure()}
-        env = {"on": {"MPIJOB_NO_CONTROLLERS": "1"},
-               "off": {"MPIJOB_NO_CONTROLLERS": "1", "MPIJOB_AUTHORIZATION_MODE": "AlwaysAllow"}}
-        try:
-            infos = {side: supervisor.start(homes[side], timeout=60, env=env[side]) for side in homes}
+    env = {"on": {}, "off": {"MPIJOB_AUTHORIZATION_MODE": "AlwaysAllow"}}
+    try:
+        with temp_clusters("mpijob-bench-rbac-", env, controllers=False) as infos, ExitStack() as stack:
             tokens = {side: _populate(infos[side], args.bindings) for side in infos}
-            clients = {side: _client(infos[side], tokens[side]) for side in infos}
+            clients = {side: stack.enter_context(_client(infos[side], tokens[side])) for side in infos}
             times: dict[str, list[float]] = {"on": [], "off": []}
             for side in ("on", "off"):  # warm-up: connections, the authorizer's index
                 for _ in range(20):
                     clients[side].get(path).raise_for_status()
             for i in range(args.requests):
-                order = ("on", "off") if i % 2 == 0 else ("off", "on")
-                for side in order:
-                    start = time.perf_counter()
-                    resp = clients[side].get(path)
-                    times[side].append((time.perf_counter() - start) * 1000)
-                    resp.raise_for_status()
-            for c in clients.values():
-                c.close()
-        except Exception as exc:  # noqa: BLE001 — the bench reports and fails, never hides it
-            print(f"bench/rbac.py: {exc}", file=sys.stderr)
-            return 1
-        finally:
-            for h in homes.values():
-                supervisor.stop(h, timeout=20, drain=True)
+                timed_gets(clients, path, i, times)
+    except Exception as exc:  # noqa: BLE001 — the bench reports and fails, never hides it
+        print(f"bench/rbac.py: {exc}", file=sys.stderr)
+        return 1
     p50 = {side: statistics.median(v) for side, v in times.items()}
     out = {"bindings": args.bindings, "requests_per_side": args.requests,
            "rbac_on_p50_ms": round(p50["on"], 3), "rbac_off_p50_ms": round(p50["off"], 3),

@@ -26,7 +26,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from startup import BenchError, parse_runs  # the sibling bench modules
-from surfaces import create, delete_all, raw_client, trainjob, wait_runtime
+from surfaces import create, delete_all, raw_client, ready_client, trainjob
 
 from mpijob.controllers.kubelet import pods
 from mpijob.store import supervisor
@@ -181,14 +181,13 @@ def bench_restart(runs: int) -> Obj:
     out: Obj = {}
     try:
         info, _ = timed_start(home)
-        with raw_client(info.kubeconfig) as http:
-            wait_runtime(http)
+        with ready_client(info.kubeconfig):
+            pass  # up, and serving mpi-distributed, before the first kill
         for _ in range(runs):  # the baseline: the same kill -9 and start, no job running
             kill_server(info)
             info, took = timed_start(home)
             idle.append(took)
-        with raw_client(info.kubeconfig) as http:
-            wait_runtime(http)
+        with ready_client(info.kubeconfig) as http:
             t0 = time.perf_counter()
             for name in names:
                 create(http, trainjob(name, NODES, SCRIPT))

@@ -17,31 +17,23 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
-import time
-import uuid
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from clusters import temp_cluster  # noqa: E402
 from surfaces import (  # noqa: E402 — the sibling module, found whether run from the repo root or bench/
-    NAMESPACE,
     PYTHON,
     BenchError,
     alternate,
-    create,
-    delete_all,
-    launcher_pod,
-    raw_client,
+    bare_mpirun,
+    ready_client,
+    recorded,
+    run_to_log,
     stats,
-    wait_complete,
-    wait_runtime,
 )
-
-from mpijob.store import supervisor  # noqa: E402
-from mpijob.store.home import Home  # noqa: E402
 
 RANKS = 4
 TIME = re.compile(r"time for (\d+) loops = ([0-9.e+-]+) seconds \((\d+) processes")
@@ -61,31 +53,15 @@ def reported(text: str) -> float:
 
 def run_job(http: Any, loops: int, env: dict[str, str]) -> tuple[float, float]:
     """(ringtest's own seconds, create → Complete seconds) of one TrainJob."""
-    name = f"ring-{uuid.uuid4().hex[:6]}"
-    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-           "metadata": {"name": name, "namespace": NAMESPACE},
-           "spec": {"runtimeRef": {"name": "mpi-distributed"},
-                    "trainer": {"numNodes": RANKS, "command": ["mpirun", *ringtest(loops)],
-                                "env": [{"name": k, "value": v} for k, v in env.items()]}}}
-    t0 = time.perf_counter()
-    create(http, job)
-    wait_complete(http, [name], timeout=600)
-    wall = time.perf_counter() - t0
-    log = http.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{launcher_pod(http, name)}/log").text
-    delete_all(http, [name])
+    log, wall = run_to_log(http, "ring", {"runtimeRef": {"name": "mpi-distributed"},
+                                          "trainer": {"numNodes": RANKS, "command": ["mpirun", *ringtest(loops)],
+                                                      "env": [{"name": k, "value": v} for k, v in env.items()]}})
     return reported(log), wall
 
 
 def run_bare(loops: int) -> tuple[float, float]:
-    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}
-    t0 = time.perf_counter()
-    out = subprocess.run(["mpirun", "--oversubscribe", "-np", str(RANKS), *ringtest(loops)], env=env,
-                         capture_output=True, text=True, timeout=600)
-    wall = time.perf_counter() - t0
-    if out.returncode != 0:
-        raise BenchError(f"bare mpirun exited {out.returncode}:\n{out.stderr[-2000:]}")
-    return reported(out.stdout), wall
+    out, wall = bare_mpirun(["--oversubscribe", "-np", str(RANKS), *ringtest(loops)])
+    return reported(out), wall
 
 
 def main() -> int:
@@ -93,32 +69,20 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--loops", type=int, default=100)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="mpijob-ringtest-") as tmp:
-        home = Home(Path(tmp) / "home")
-        info = supervisor.start(home, timeout=60)
-        try:
-            with raw_client(info.kubeconfig) as http:
-                wait_runtime(http)
-                walls: dict[str, list[float]] = {"ours": [], "baseline": [], "no_yield": []}
-
-                def side(name: str, run: Any) -> Any:
-                    def once() -> float:
-                        seconds, wall = run()
-                        walls[name].append(wall)
-                        return seconds
-                    return once
-
-                samples = alternate(args.runs, {
-                    "ours": side("ours", lambda: run_job(http, args.loops, {})),
-                    "baseline": side("baseline", lambda: run_bare(args.loops)),
-                    "no_yield": side("no_yield", lambda: run_job(http, args.loops,
-                                                                 {"OMPI_MCA_mpi_yield_when_idle": "0"})),
-                })
-        except BenchError as e:
-            print(f"bench/ringtest.py: {e}", file=sys.stderr)
-            return 1
-        finally:
-            supervisor.stop(home, drain=True)
+    try:
+        with temp_cluster("mpijob-ringtest-") as (_, info), ready_client(info.kubeconfig) as http:
+            seen: dict[str, list[tuple[float, float]]] = {"ours": [], "baseline": [], "no_yield": []}
+            seconds = itemgetter(0)
+            samples = alternate(args.runs, {
+                "ours": recorded(lambda: run_job(http, args.loops, {}), seen["ours"], seconds),
+                "baseline": recorded(lambda: run_bare(args.loops), seen["baseline"], seconds),
+                "no_yield": recorded(lambda: run_job(http, args.loops, {"OMPI_MCA_mpi_yield_when_idle": "0"}),
+                                     seen["no_yield"], seconds),
+            })
+    except BenchError as e:
+        print(f"bench/ringtest.py: {e}", file=sys.stderr)
+        return 1
+    walls = {side: [wall for _, wall in runs] for side, runs in seen.items()}
     median = {k: stats(v, 5) for k, v in samples.items()}
     print(json.dumps({
         "runs": args.runs, "loops": args.loops, "ranks": RANKS, "cores": len(os.sched_getaffinity(0)),

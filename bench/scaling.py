@@ -28,32 +28,25 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from clusters import temp_cluster  # noqa: E402
 from datapath import ONE_POD_RUNTIME, create_one_pod_runtime  # noqa: E402
 from surfaces import (  # noqa: E402 — the sibling modules, found whether run from the repo root or bench/
-    NAMESPACE,
     PYTHON,
     BenchError,
     alternate,
-    create,
-    delete_all,
-    launcher_pod,
-    raw_client,
+    bare_mpirun,
+    ready_client,
+    recorded,
+    run_to_log,
     stats,
-    wait_complete,
-    wait_runtime,
 )
-
-from mpijob.store import supervisor  # noqa: E402
-from mpijob.store.home import Home  # noqa: E402
 
 TRAIN = str(Path(__file__).resolve().parent.parent / "examples" / "digits" / "train.py")
 RANKS = (1, 2, 4)
@@ -80,34 +73,18 @@ def run_job(http: Any, ranks: int, side: str, env: dict[str, str]) -> Obj:
     """One TrainJob of train.py on `ranks` ranks; its figures and submit → Complete."""
     nodes, procs = (ranks, 1) if side == "pods" else (1, ranks)
     runtime = {"name": "mpi-distributed"} if side == "pods" else {"name": ONE_POD_RUNTIME, "kind": "TrainingRuntime"}
-    name = f"scale-{uuid.uuid4().hex[:6]}"
-    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-           "metadata": {"name": name, "namespace": NAMESPACE},
-           "spec": {"runtimeRef": runtime,
-                    "trainer": {"numNodes": nodes, "numProcPerNode": procs,
-                                "command": ["mpirun", "-np", str(ranks), PYTHON, TRAIN],
-                                "env": [{"name": k, "value": v} for k, v in env.items()]}}}
-    start = time.perf_counter()
-    create(http, job)
-    wait_complete(http, [name], timeout=600)
-    wall = time.perf_counter() - start
-    log = http.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{launcher_pod(http, name)}/log").text
-    delete_all(http, [name])
+    log, wall = run_to_log(http, "scale", {"runtimeRef": runtime,
+                                           "trainer": {"numNodes": nodes, "numProcPerNode": procs,
+                                                       "command": ["mpirun", "-np", str(ranks), PYTHON, TRAIN],
+                                                       "env": [{"name": k, "value": v} for k, v in env.items()]}})
     return {**parse(log), "wall_s": wall}
 
 
 def run_bare(ranks: int, env: dict[str, str]) -> Obj:
     """The same program under the machine's mpirun, outside the cluster."""
-    full = {**os.environ, **env, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}
     extra = ["--oversubscribe"] if ranks > cores() else []
-    start = time.perf_counter()
-    out = subprocess.run(["mpirun", "-np", str(ranks), *extra, PYTHON, TRAIN], env=full,
-                         capture_output=True, text=True, timeout=600)
-    wall = time.perf_counter() - start
-    if out.returncode != 0:
-        raise BenchError(f"bare mpirun -np {ranks} exited {out.returncode}:\n{out.stderr[-2000:]}")
-    return {**parse(out.stdout), "wall_s": wall}
+    out, wall = bare_mpirun(["-np", str(ranks), *extra, PYTHON, TRAIN], env)
+    return {**parse(out), "wall_s": wall}
 
 
 def cores() -> int:
@@ -118,14 +95,10 @@ def measure_config(http: Any, runs: int, ranks: int, env: dict[str, str]) -> Obj
     """Every side `runs` times on one (ranks, REPEAT), alternated; per side medians of its figures."""
     seen: dict[str, list[Obj]] = {side: [] for side in SIDES}
 
-    def once(side: str) -> Any:
-        def run() -> float:
-            rec = run_bare(ranks, env) if side == "bare" else run_job(http, ranks, side, env)
-            seen[side].append(rec)
-            return float(rec["train_s"])
-        return run
+    def one_run(side: str) -> Callable[[], Obj]:
+        return (lambda: run_bare(ranks, env)) if side == "bare" else (lambda: run_job(http, ranks, side, env))
 
-    alternate(runs, {side: once(side) for side in SIDES})
+    alternate(runs, {side: recorded(one_run(side), seen[side], lambda rec: float(rec["train_s"])) for side in SIDES})
     return {side: {"train_s": stats([r["train_s"] for r in recs]),
                    "wall_s": stats([r["wall_s"] for r in recs], 2),
                    "accuracy": statistics.median(r["accuracy"] for r in recs)}
@@ -210,20 +183,14 @@ def main() -> int:
     args = parser.parse_args()
     if args.repeat < max(RANKS) or args.repeat % max(RANKS):
         parser.error(f"--repeat {args.repeat}: must be a multiple of {max(RANKS)}, so weak scaling splits it evenly")
-    with tempfile.TemporaryDirectory(prefix="mpijob-scaling-") as tmp:
-        home = Home(Path(tmp) / "home")
-        started = time.perf_counter()
-        info = supervisor.start(home, timeout=60)
-        try:
-            with raw_client(info.kubeconfig) as http:
-                wait_runtime(http)
-                create_one_pod_runtime(http)
-                report = measure(http, args.runs, args.epochs, args.repeat)
-        except BenchError as e:
-            print(f"bench/scaling.py: {e}", file=sys.stderr)
-            return 1
-        finally:
-            supervisor.stop(home, drain=True)
+    started = time.perf_counter()
+    try:
+        with temp_cluster("mpijob-scaling-") as (_, info), ready_client(info.kubeconfig) as http:
+            create_one_pod_runtime(http)
+            report = measure(http, args.runs, args.epochs, args.repeat)
+    except BenchError as e:
+        print(f"bench/scaling.py: {e}", file=sys.stderr)
+        return 1
     out = {"runs": args.runs, "epochs": args.epochs, "batch_per_rank": 32, "repeat_strong": args.repeat,
            "repeat_weak_per_rank": args.repeat // max(RANKS), "cores": cores(), "cpu_count": os.cpu_count(),
            "sandbox_mode": info.sandbox_mode, **report, "total_s": round(time.perf_counter() - started, 1)}

@@ -25,7 +25,8 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from startup import BenchError, api_client, wait_runtime  # the sibling bench module
+from clusters import temp_cluster
+from startup import BenchError, api_client, wait_runtime  # the sibling bench modules
 
 from mpijob.api import Obj, render, runtimes
 from mpijob.api import plan as run_plan
@@ -36,7 +37,6 @@ from mpijob.controllers.kueue.queueing import Queueing
 from mpijob.controllers.kueue.scheduler import Admit, Pending, Preempt, schedule
 from mpijob.controllers.kueue.workloads import SnapshotCache, build_snapshot, render_workload
 from mpijob.store import supervisor
-from mpijob.store.home import Home
 from mpijob.store.objects import Store
 
 SEED = 4  # the synthetic cluster is the same on every invocation
@@ -379,18 +379,13 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 — a bench reports what failed to run, it does not judge
         print(f"bench/scheduler.py: decision part failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    tmp = tempfile.TemporaryDirectory(prefix="mpijob-bench-home-")
-    home = Home(Path(tmp.name)).ensure()
     try:
-        info = supervisor.start(home, env={"MPIJOB_CAPACITY": E2E_CAPACITY})
-        end_to_end = asyncio.run(e2e(info.kubeconfig, args.jobs, args.namespaces))
-        end_to_end["sandbox_mode"] = info.sandbox_mode
+        with temp_cluster("mpijob-bench-home-", env={"MPIJOB_CAPACITY": E2E_CAPACITY}) as (_, info):
+            end_to_end = asyncio.run(e2e(info.kubeconfig, args.jobs, args.namespaces))
+            end_to_end["sandbox_mode"] = info.sandbox_mode
     except (BenchError, supervisor.ServerError, httpx.HTTPError, OSError) as exc:
         print(f"bench/scheduler.py: end-to-end part failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    finally:
-        supervisor.stop(home, drain=True)
-        tmp.cleanup()
     print(json.dumps({"decision": decision, "end_to_end": end_to_end}, indent=2))
     return 0
 

@@ -16,7 +16,6 @@ import json
 import ssl
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -27,10 +26,10 @@ import httpx
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import handrun  # noqa: E402 — the sibling module, found whether run from the repo root or bench/
+import handrun  # noqa: E402 — the sibling modules, found whether run from the repo root or bench/
+from clusters import temp_cluster  # noqa: E402
 
 from mpijob.store import supervisor  # noqa: E402
-from mpijob.store.home import Home  # noqa: E402
 
 NODES = 4
 TARGET_OVERHEAD_S = 0.5
@@ -260,17 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     runs = parse_runs(argv, __doc__)
     if runs is None:
         return 1
-    tmp = tempfile.TemporaryDirectory(prefix="mpijob-bench-home-")
-    home = Home(Path(tmp.name)).ensure()
     try:
-        info = supervisor.start(home)
-        result = asyncio.run(bench(runs, info.kubeconfig, info.sandbox_mode))
+        with temp_cluster("mpijob-bench-home-") as (_, info):
+            result = asyncio.run(bench(runs, info.kubeconfig, info.sandbox_mode))
     except (BenchError, handrun.BaselineError, supervisor.ServerError, httpx.HTTPError, OSError) as exc:
         print(f"bench/startup.py: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    finally:
-        supervisor.stop(home, drain=True)
-        tmp.cleanup()
     print(json.dumps(result, indent=2))
     return 0
 

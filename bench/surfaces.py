@@ -16,22 +16,21 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from clusters import temp_cluster  # the sibling bench modules
 from startup import RUNTIME, TRAINJOBS, BenchError, kubeconfig_access, parse_runs  # the sibling bench module
 
 import mpijob
-from mpijob.store import supervisor
-from mpijob.store.home import Home
 
 ROOT = Path(__file__).resolve().parent.parent
 MPIJOB = str(ROOT / ".venv" / "bin" / "mpijob")
@@ -50,15 +49,35 @@ JOB_TIMEOUT_S = 120.0
 PROC_TIMEOUT_S = 60.0
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 
 
-# -- setup: raw access, jobs ---------------------------------------------------------------------------
+# -- setup: a temporary cluster, raw access, jobs ------------------------------------------------------------
+
+
+def timed_gets(clients: dict[str, httpx.Client], path: str, turn: int, times: dict[str, list[float]]) -> None:
+    """One GET of `path` on every side of an A/B bench, milliseconds appended to `times[side]`; who goes first
+    rotates with `turn`, so all sides share the machine's noise. A failed GET raises."""
+    sides = list(clients)
+    for side in sides[turn % len(sides):] + sides[:turn % len(sides)]:
+        start = time.perf_counter()
+        resp = clients[side].get(path)
+        times[side].append((time.perf_counter() - start) * 1000)
+        resp.raise_for_status()
 
 
 def raw_client(kubeconfig: Path) -> httpx.Client:
     """A bare httpx client from the server's kubeconfig: its CA and bearer token (never printed)."""
     url, ctx, headers = kubeconfig_access(kubeconfig)
     return httpx.Client(base_url=url, verify=ctx, timeout=30.0, headers=headers)
+
+
+@contextmanager
+def ready_client(kubeconfig: Path, timeout: float = 30.0) -> Iterator[httpx.Client]:
+    """`raw_client`, once the server serves mpi-distributed: a fresh server installs it just after start."""
+    with raw_client(kubeconfig) as http:
+        wait_runtime(http, timeout)
+        yield http
 
 
 def trainjob(name: str, nodes: int, script: str) -> Obj:
@@ -123,6 +142,32 @@ def delete_all(http: httpx.Client, names: list[str], timeout: float = 60.0) -> N
     raise BenchError(f"TrainJobs {names} or their pods were still there {timeout:.0f}s after DELETE")
 
 
+def run_to_log(http: httpx.Client, prefix: str, spec: Obj, timeout: float = 600.0) -> tuple[str, float]:
+    """One TrainJob of `spec`, named `prefix-<random>`, run to Complete and deleted: its launcher's log and
+    its submit → Complete seconds."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    t0 = time.perf_counter()
+    create(http, {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                  "metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec})
+    wait_complete(http, [name], timeout=timeout)
+    wall = time.perf_counter() - t0
+    log = http.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{launcher_pod(http, name)}/log").text
+    delete_all(http, [name])
+    return log, wall
+
+
+def bare_mpirun(argv: list[str], env: dict[str, str] | None = None) -> tuple[str, float]:
+    """`mpirun argv` on this machine, outside the cluster (as root, over loopback): its stdout and seconds."""
+    full = {**os.environ, **(env or {}), "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}
+    t0 = time.perf_counter()
+    out = subprocess.run(["mpirun", *argv], env=full, capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise BenchError(f"bare mpirun {' '.join(argv[:3])} exited {out.returncode}:\n{out.stderr[-2000:]}")
+    return out.stdout, wall
+
+
 def launcher_pod(http: httpx.Client, name: str) -> str:
     selector = f"jobset.sigs.k8s.io/jobset-name={name},jobset.sigs.k8s.io/replicatedjob-name=launcher"
     items = http.get(f"/api/v1/namespaces/{NAMESPACE}/pods", params={"labelSelector": selector}).json()["items"]
@@ -167,6 +212,15 @@ def alternate(runs: int, sides: dict[str, Callable[[], float]]) -> dict[str, lis
         for name in names[i % len(names):] + names[:i % len(names)]:
             samples[name].append(sides[name]())
     return samples
+
+
+def recorded(run: Callable[[], T], into: list[T], figure: Callable[[T], float]) -> Callable[[], float]:
+    """A side for `alternate` whose runs give more than one figure: each run's whole result is kept in `into`,
+    `alternate` gets the one it samples."""
+    def once() -> float:
+        into.append(run())
+        return figure(into[-1])
+    return once
 
 
 def compare(samples: dict[str, list[float]], digits: int = 3, **extra: Any) -> Obj:
@@ -382,8 +436,7 @@ def many_measure(runs: int, kubeconfig: Path, http: httpx.Client) -> Obj:
 
 
 def bench(runs: int, home: Path, kubeconfig: Path, tmp: Path) -> Obj:
-    with raw_client(kubeconfig) as http:
-        wait_runtime(http)
+    with ready_client(kubeconfig) as http:
         t0 = time.perf_counter()
         tag = uuid.uuid4().hex[:5]
         chatty, launcher, attempts = make_chatty(http, tag)
@@ -406,19 +459,14 @@ def main(argv: list[str] | None = None) -> int:
     runs = parse_runs(argv, __doc__)
     if runs is None:
         return 1
-    tmp = tempfile.TemporaryDirectory(prefix="mpijob-bench-home-")
-    home = Home(Path(tmp.name) / "home").ensure()
     t0 = time.perf_counter()
     try:
-        info = supervisor.start(home)
-        result = bench(runs, home.root, info.kubeconfig, Path(tmp.name))
-        result["sandbox_mode"] = info.sandbox_mode
+        with temp_cluster("mpijob-bench-home-") as (home, info):
+            result = bench(runs, home.root, info.kubeconfig, home.root.parent)
+            result["sandbox_mode"] = info.sandbox_mode
     except Exception as exc:  # noqa: BLE001 — a bench reports what failed to run, it does not judge
         print(f"bench/surfaces.py: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    finally:
-        supervisor.stop(home, drain=True)
-        tmp.cleanup()
     result["total_s"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(result, indent=2))
     return 0
