@@ -170,22 +170,27 @@ def test_pods_a_reboot_took_leave_the_job_failed_saying_so(
         assert condition(done, "Complete"), done["status"]
 
 
+@pytest.mark.parametrize("code", [0, 3])
 def test_a_job_whose_server_never_returns_leaves_nothing_running_once_it_ends(
-    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client]
+    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client], code: int
 ) -> None:
-    name = "ee-restart-orphan"
-    info = new_server("restart-orphan")
+    name = f"ee-restart-orphan-{code}"
+    info = new_server(f"restart-orphan-{code}")
     with connect(info) as c:
-        pods, _ = _started(c, name, 'echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 2', "rank 1 up")
+        pods, _ = _started(c, name, f'echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 2; exit {code}', "rank 1 up")
     _kill_server(info)
     # The launcher ends; with no server to tear the job down, its node pods stop themselves soon after
     # (shim.ORPHANED), sshd and all.
     wait_no_processes(name, pods=pods, timeout=30)
 
-    again = new_server("restart-orphan")  # what the supervisors recorded is the job's end
+    again = new_server(f"restart-orphan-{code}")  # what the supervisors recorded is the job's end
     with connect(again) as c:
         done = wait_finished(c, name, timeout=60)
-        assert condition(done, "Complete"), done["status"]
+        if code == 0:
+            assert condition(done, "Complete"), done["status"]
+        else:  # every pod had ended: mpirun's failure is the cause, not the nodes that stopped after it
+            failed = condition(done, "Failed")
+            assert failed and re.match(r"ProgramFailed: rank [01] exited with code 3", failed["message"]), failed
 
 
 def test_an_mpijob_running_across_kill_9_succeeds(

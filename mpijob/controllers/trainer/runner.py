@@ -311,15 +311,16 @@ class JobRunner:
         first = next((w for w in done if waits[w] == launcher), next(iter(done)))
         key = waits[first]
         result = first.result()
-        self.exits[key] = result
         pod = next(p for p in self.plan.pods if p.name == key.pod)
         mpirun = pod.is_launcher and key.role is Role.CONTAINER
         if mpirun and not result.ok:
             # mpirun fails within milliseconds of a node's death: a node ending with it is the cause.
-            more, _ = await asyncio.wait([w for w in waits if w not in done], timeout=CAUSE_WINDOW)
-            for w in more:
-                self.exits[waits[w]] = w.result()
-            key = next((waits[w] for w in more if not w.result().ok and waits[w].pod != pod.name), key)
+            # (Everything may have ended already: a re-adopted run whose nodes stopped while no server ran.)
+            if rest := [w for w in waits if w not in done]:
+                done |= (await asyncio.wait(rest, timeout=CAUSE_WINDOW))[0]
+            key = next((waits[w] for w in done if not w.result().ok and waits[w].pod != pod.name), key)
+        for w in done:
+            self.exits[waits[w]] = w.result()
         for w in waits:
             if not w.done():
                 w.cancel()
