@@ -13,12 +13,14 @@ import json
 import os
 import re
 import signal
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 from e2e_support import (
+    TRAINER,
     condition,
     create,
     events_of,
@@ -36,7 +38,9 @@ from e2e_support import (
 )
 
 from mpijob.api import Obj
-from mpijob.api.resources import TRAINJOBS
+from mpijob.api.kueue.adapters import workload_name
+from mpijob.api.resources import TRAINJOBS, WORKLOADS, Resource
+from mpijob.controllers import conditions as cond
 from mpijob.store.objects import Store
 from mpijob.store.supervisor import ServerInfo
 
@@ -252,3 +256,73 @@ def test_a_job_caught_while_starting_starts_again(
         assert condition(c.get(job).json(), "Failed") is None  # it runs again, not failed
         c.delete(job)
     wait_no_processes(name, pods=pods, timeout=30)
+
+
+def _in_store(info: ServerInfo, res: Resource, name: str, change: Callable[[Obj], None], status: bool = False) -> None:
+    """Change a stored object as a server would have, had it lived a moment longer."""
+    store = Store(info.home / "cluster.db")
+    obj = store.get(res, "default", name)
+    change(obj)
+    store.update(res, obj, status=status)
+    store.close()
+
+
+def _evicted(wl: Obj) -> None:
+    wl["status"].pop("admission", None)
+    cond.set_condition(wl, "Evicted", True, "Preempted", "Preempted to accommodate a higher priority Workload")
+    for held in ("QuotaReserved", "Admitted"):
+        cond.set_condition(wl, held, False, "Preempted", "Preempted to accommodate a higher priority Workload")
+
+
+# The first run: fails on its own ("ended"), or takes a while to stop ("stopping"); the second succeeds.
+FIRST_RUN = {"ended": "sleep 1; exit 3", "stopping": "trap 'sleep 3; exit 143' TERM; sleep 60 & wait"}
+
+
+@pytest.mark.parametrize("first", FIRST_RUN)
+def test_a_job_kueue_evicted_as_the_server_died_runs_again_not_failed(
+    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client], first: str
+) -> None:
+    """The server died after Kueue evicted the job's Workload, before its run was torn down and its pods
+    deleted: the next server finishes the requeue, and the job runs again once re-admitted (which may be
+    while the old run still stops). What the stopped launcher exited with is not the job's end."""
+    name = f"ee-restart-evicted-{first}"
+    marker = Path(tempfile.mkdtemp(prefix="mpijob-e2e-")) / "second-run"
+    marker.parent.chmod(0o755)
+    command = (f'if [ -e {marker} ]; then echo "rank $OMPI_COMM_WORLD_RANK again"; '
+               f'else echo "rank $OMPI_COMM_WORLD_RANK up"; {FIRST_RUN[first]}; fi')
+    info = new_server(f"restart-evicted-{first}")
+    with connect(info) as c:
+        pods, launcher = _started(c, name, command, "rank 1 up")
+        workload = workload_name(c.get(f"{TRAINER}/namespaces/default/trainjobs/{name}").json())
+    _kill_server(info)
+    _in_store(info, WORKLOADS, workload, _evicted, status=True)
+    if first == "ended":
+        wait_no_processes(name, pods=pods, timeout=30)  # every pod ended, as a teardown leaves them
+    marker.touch()
+
+    again = new_server(f"restart-evicted-{first}")
+    with connect(again) as c:
+        done = wait_finished(c, name, timeout=60)
+        log = pod_log(c, launcher)
+        assert condition(done, "Complete"), (done["status"], log)
+        assert sorted(log.splitlines()) == ["rank 0 again", "rank 1 again"], log  # a new pod: a new log
+    marker.unlink()
+    marker.parent.rmdir()
+
+
+def test_a_job_suspended_while_no_server_ran_is_stopped_at_start(
+    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client]
+) -> None:
+    name = "ee-restart-suspended"
+    info = new_server("restart-suspended")
+    with connect(info) as c:
+        pods, _ = _started(c, name, 'echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 60', "rank 1 up")
+    _kill_server(info)
+    _in_store(info, TRAINJOBS, name, lambda tj: tj["spec"].update(suspend=True))
+
+    again = new_server("restart-suspended")
+    with connect(again) as c:
+        wait_no_processes(name, pods=pods, timeout=30)
+        wait_for(lambda: not job_pods(c, name) or None, "the suspended job's pods deleted")
+        tj = c.get(f"{TRAINER}/namespaces/default/trainjobs/{name}").json()
+        assert condition(tj, "Suspended") and not condition(tj, "Failed") and not condition(tj, "Complete"), tj

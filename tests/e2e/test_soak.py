@@ -19,6 +19,7 @@ from collections.abc import Callable
 import httpx
 from e2e_support import (
     TRAINER,
+    by_role,
     condition,
     create,
     events_of,
@@ -124,7 +125,9 @@ def test_jobs_end_truthfully_through_repeated_kill_9s_of_the_server(
     try:
         for name, kind in kinds.items():
             done = wait_finished(c, name, timeout=600)
-            log = pod_log(c, launcher_of(job_pods(c, name))["metadata"]["name"])
+            pods = job_pods(c, name)
+            assert by_role(pods, "launcher"), (name, done["status"], [p["metadata"]["name"] for p in pods])
+            log = pod_log(c, launcher_of(pods)["metadata"]["name"])
             ranks = {r: [ln for ln in log.splitlines() if ln.startswith(f"rank {r} ")] for r in (0, 1)}
             if kind == "fail":
                 failed = condition(done, "Failed")

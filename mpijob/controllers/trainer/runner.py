@@ -116,10 +116,11 @@ class JobRunner:
         runner.env.status_url = record["status_url"]
         return runner
 
-    async def resume(self) -> Outcome:
+    async def resume(self, stopping: Stop | None = None) -> Outcome:
         """Take over a run an earlier server started: every pod its supervisor still holds is re-adopted, one
         that ended while no server ran is seen to have ended then (`pods.adopt`); then supervise as `run`
-        does. A run caught while it was still starting (its launcher never started) starts again."""
+        does. A run caught while it was still starting (its launcher never started) starts again; one that
+        was `stopping` (suspended, evicted) when that server died is stopped, as it would have been."""
         plan = self.plan
         for pod in plan.pods:
             for role in Role:
@@ -134,7 +135,11 @@ class JobRunner:
                 await self.network.serve_api(self.api_server)
         launcher = next(p for p in plan.pods if p.is_launcher)
         self.lost = {k.pod: why for k, p in self.procs.items() if (why := p.lost())}
-        if self.lost:
+        if stopping:
+            self.stop(stopping)
+        if self.stopped:  # what it was stopped for, not how its stopped pods exited, is the outcome
+            outcome = self.stopped.outcome
+        elif self.lost:
             pod, why = next(iter(self.lost.items()))
             outcome = Outcome(False, names.REASON_FAILED_JOBS, f"pod {pod} ended without an exit status: {why}")
         elif Proc(launcher.name) in self.procs:

@@ -8,7 +8,7 @@ import base64
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlparse
 
 from mpijob.api import Obj, names, render, tokens, volumes
@@ -184,7 +184,7 @@ class TrainJobController:
         runner.env.status_url = url
         runner.save()
         self.accounting.started(tj, wl, plan)
-        self.runners[uid] = (runner, asyncio.create_task(self._run(tj, plan, runner)))
+        self.runners[uid] = (runner, asyncio.create_task(self._run(tj, plan, runner, runner.run())))
         self._watch_deadline(tj, wl)
 
     def adopt(self, tj: Obj) -> bool:
@@ -196,7 +196,7 @@ class TrainJobController:
         self.addresses.claim(list(runner.ips.values()))
         self.devices.claim([d for ds in runner.gpus.values() for d in ds])
         self.cores.claim([c for cs in runner.cores.values() for c in cs])
-        task = asyncio.create_task(self._run(tj, runner.plan, runner, resume=True))
+        task = asyncio.create_task(self._run(tj, runner.plan, runner, runner.resume(self._stopping(tj))))
         self.runners[tj["metadata"]["uid"]] = (runner, task)
         self._watch_deadline(tj)
         events.record(self.store, tj, names.REASON_CONTROL_PLANE_RESTARTED,
@@ -371,15 +371,24 @@ class TrainJobController:
 
     async def evict(self, tj: Obj, message: str) -> None:
         """Kueue evicted the job's Workload: stop the job as a whole and delete its pods; it runs again once
-        re-admitted. Its pods say why in Kueue's words, the reason of the Workload's `Evicted` condition
-        (Preempted, ClusterQueueStopped, ...), which Kueue's job reconciler also reads to stop a job."""
+        re-admitted. Its pods say why in Kueue's words (`_evicted`)."""
         meta = tj["metadata"]
-        wl = self.store.try_get(WORKLOADS, meta["namespace"], workload_name(tj))
-        evicted = cond.get(wl, names.EVICTED) if wl else None
-        reason = (evicted.get("reason") if evicted and evicted.get("status") == "True" else None) or names.EVICTED
         if meta["uid"] not in self.runners:  # its pods waited for a Node: they go, as when it runs
             binding.unbind(self.store, self._pods(tj))
-        await self.stop(meta["uid"], Stop.evicted(reason, message))
+        await self.stop(meta["uid"], _evicted(self.store.try_get(WORKLOADS, meta["namespace"], workload_name(tj)),
+                                              message))
+
+    def _stopping(self, tj: Obj) -> Stop | None:
+        """The stop a run was under when the last server died, read back from what it had stored: its job
+        suspended, or its Workload no longer admitted (Kueue evicted it). Such a run is torn down and its
+        job requeued, not re-adopted as running, nor failed for the pods its teardown had stopped."""
+        if owners.of(tj).suspended(tj):
+            return Stop.suspended()
+        meta = tj["metadata"]
+        wl = self.store.try_get(WORKLOADS, meta["namespace"], workload_name(tj))
+        if wl is None or cond.is_true(wl, names.ADMITTED):
+            return None
+        return _evicted(wl, (cond.get(wl, names.EVICTED) or {}).get("message", "the job's Workload was evicted"))
 
     def _plan(self, tj: Obj) -> RunPlan:
         """What the job runs, its containers' resources defaulted by the namespace's LimitRanges."""
@@ -402,10 +411,11 @@ class TrainJobController:
         return (base64.b64decode(data[names.SSH_PRIVATE_KEY]).decode(),
                 base64.b64decode(data[names.SSH_PUBLIC_KEY]).decode())
 
-    async def _run(self, tj: Obj, plan: RunPlan, runner: JobRunner, resume: bool = False) -> None:
+    async def _run(self, tj: Obj, plan: RunPlan, runner: JobRunner, running: Awaitable[Outcome]) -> None:
+        """Await the run (`runner.run()`, or `resume()` after a restart), free what it held, end the job."""
         uid = tj["metadata"]["uid"]
         try:
-            outcome = await (runner.resume() if resume else runner.run())
+            outcome = await running
         except Exception as e:  # a bug must still end the job truthfully
             log.exception("job %s/%s crashed", plan.namespace, plan.job)
             await runner.teardown(Outcome(False, names.REASON_FAILED_JOBS, f"internal error: {e}"))
@@ -470,3 +480,11 @@ class TrainJobController:
             runner, task = entry
             runner.stop(why)
             await asyncio.gather(task, return_exceptions=True)
+
+
+def _evicted(wl: Obj | None, message: str) -> Stop:
+    """The stop of a job whose Workload Kueue evicted, in the words of its `Evicted` condition's reason
+    (Preempted, ClusterQueueStopped, ...), which Kueue's job reconciler also reads to stop a job."""
+    evicted = cond.get(wl, names.EVICTED) if wl else None
+    return Stop.evicted((evicted.get("reason") if evicted and evicted.get("status") == "True" else None)
+                        or names.EVICTED, message)
