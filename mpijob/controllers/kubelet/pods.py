@@ -93,6 +93,12 @@ def recorded_exit(state_dir: Path) -> Exit:
     return exit_of(int(record["returncode"]))
 
 
+def forget(state_dir: Path) -> None:
+    """Remove what an earlier supervisor recorded in `state_dir`, so that no restarted server adopts it."""
+    for old in (shim.STATE, shim.EXIT, shim.ERRORS):
+        (state_dir / old).unlink(missing_ok=True)
+
+
 async def spawn(
     logs: LogStore, namespace: str, name: str, argv: list[str], env: dict[str, str], state_dir: Path,
     cwd: str | None = None, mpi: dict[str, bool] | None = None, cgroup: PodCgroup | None = None,
@@ -103,8 +109,7 @@ async def spawn(
     and records its exit in `state_dir`; a node pod stops itself a while after `ends_with` (its launcher's
     exit record) appears, should no server do it. Returns once the pod's first process runs."""
     state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for old in (shim.STATE, shim.EXIT, shim.ERRORS):
-        (state_dir / old).unlink(missing_ok=True)
+    forget(state_dir)
     log = logs.path(namespace, name, CONTAINER)
     log.parent.mkdir(parents=True, exist_ok=True)
     shim.write_atomically(state_dir / shim.SPEC, {

@@ -283,7 +283,9 @@ class JobRunner:
                               names.FAILURE_MPI_NOT_INSTALLED)
             await self.teardown(outcome)
             return outcome
-        self._launcher_exit().unlink(missing_ok=True)  # an earlier run's (suspended, resumed) is not this one's end
+        for pod in plan.pods:  # an earlier run's (suspended, resumed): not this one's, should a restart come
+            for role in Role:  # before its pod starts (its launcher's exit, which the nodes watch, above all)
+                pods.forget(self.files.pod_dir(pod) / SUPERVISOR_DIR[role])
         try:
             if self.mode == NAMESPACE:
                 self.network = await JobNetwork.create(namespace_name(self.cluster_id, plan.uid))
