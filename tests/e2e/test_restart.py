@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -326,3 +327,71 @@ def test_a_job_suspended_while_no_server_ran_is_stopped_at_start(
         wait_for(lambda: not job_pods(c, name) or None, "the suspended job's pods deleted")
         tj = c.get(f"{TRAINER}/namespaces/default/trainjobs/{name}").json()
         assert condition(tj, "Suspended") and not condition(tj, "Failed") and not condition(tj, "Complete"), tj
+
+
+def _fork_server(server: int) -> int:
+    """The pid of the server's supervisors' fork server (`shim.serve`)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and b"mpijob.controllers.kubelet.shim" in _proc(entry / "cmdline") \
+                and _proc(entry / "stat").rpartition(b")")[2].split()[1] == str(server).encode():
+            return int(entry.name)
+    raise AssertionError(f"no fork server under server {server}")
+
+
+def _proc(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def test_a_rerun_caught_while_starting_is_not_taken_for_its_earlier_run(
+    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client]
+) -> None:
+    """Suspended, then resumed, a job runs again in the same pods' directories. The server dies after the
+    re-run started its nodes and before its launcher: the next server must not take the earlier run's
+    launcher (whose supervisor is long gone) for the re-run's, lost without an exit status."""
+    name = "ee-restart-rerun"
+    path = f"{TRAINER}/namespaces/default/trainjobs/{name}"
+    patch = {"headers": {"Content-Type": "application/merge-patch+json"}}
+    marker = Path(tempfile.mkdtemp(prefix="mpijob-e2e-")) / "second-run"
+    marker.parent.chmod(0o755)
+    command = (f'if [ -e {marker} ]; then echo "rank $OMPI_COMM_WORLD_RANK again"; '
+               'else echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 60; fi')
+    info = new_server("restart-rerun")
+    with connect(info) as c:
+        pods, launcher = _started(c, name, command, "rank 1 up")
+        [job_dir] = job_dirs(info.home, name)
+        assert c.patch(path, json={"spec": {"suspend": True}}, **patch).status_code == 200
+        wait_no_processes(name, pods=pods, timeout=30)
+        marker.touch()
+        states = {d.parent.name: d / "state.json" for d in _supervisors(job_dir)}
+        forks = _fork_server(info.pid)
+        resumed = time.time()
+        assert c.patch(path, json={"spec": {"suspend": False}}, **patch).status_code == 200
+
+        def new(state: Path) -> bool:
+            try:
+                return state.stat().st_mtime >= resumed
+            except FileNotFoundError:
+                return False
+
+        # The re-run's nodes have started: hold its launcher back (its sshd handshakes take far longer
+        # than this loop), by stopping the fork server that would start its supervisor.
+        first = next(p for p in states if "launcher" in p)
+        wait_for(lambda: all(new(s) for p, s in states.items() if p != first) or None,
+                 "the re-run's node pods", interval=0.001)
+        os.kill(forks, signal.SIGSTOP)
+        assert not new(states[first]), "the re-run's launcher started already: the test missed its moment"
+    _kill_server(info)
+    os.kill(forks, signal.SIGKILL)
+
+    again = new_server("restart-rerun")
+    with connect(again) as c:
+        done = wait_finished(c, name, timeout=60)
+        log = pod_log(c, launcher)
+        assert condition(done, "Complete"), (done["status"], log)  # the re-run started again, and ran
+        assert sorted(log.splitlines()) == ["rank 0 again", "rank 1 again"], log
+    wait_no_processes(name, pods=pods, timeout=30)
+    marker.unlink()
+    marker.parent.rmdir()
