@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -275,25 +276,36 @@ def _evicted(wl: Obj) -> None:
         cond.set_condition(wl, held, False, "Preempted", "Preempted to accommodate a higher priority Workload")
 
 
+@pytest.fixture
+def marker() -> Iterator[Path]:
+    """A path a job's ranks can see (the machine's /tmp, 0755), created by the test between two runs."""
+    top = Path(tempfile.mkdtemp(prefix="mpijob-e2e-"))
+    top.chmod(0o755)
+    yield top / "second-run"
+    shutil.rmtree(top)
+
+
+def _runs(marker: Path, first: str) -> str:
+    """A rank's command: says "up" and does `first` until `marker` exists; then says "again" and ends."""
+    return (f'if [ -e {marker} ]; then echo "rank $OMPI_COMM_WORLD_RANK again"; '
+            f'else echo "rank $OMPI_COMM_WORLD_RANK up"; {first}; fi')
+
+
 # The first run: fails on its own ("ended"), or takes a while to stop ("stopping"); the second succeeds.
 FIRST_RUN = {"ended": "sleep 1; exit 3", "stopping": "trap 'sleep 3; exit 143' TERM; sleep 60 & wait"}
 
 
 @pytest.mark.parametrize("first", FIRST_RUN)
 def test_a_job_kueue_evicted_as_the_server_died_runs_again_not_failed(
-    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client], first: str
+    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client], marker: Path, first: str
 ) -> None:
     """The server died after Kueue evicted the job's Workload, before its run was torn down and its pods
     deleted: the next server finishes the requeue, and the job runs again once re-admitted (which may be
     while the old run still stops). What the stopped launcher exited with is not the job's end."""
     name = f"ee-restart-evicted-{first}"
-    marker = Path(tempfile.mkdtemp(prefix="mpijob-e2e-")) / "second-run"
-    marker.parent.chmod(0o755)
-    command = (f'if [ -e {marker} ]; then echo "rank $OMPI_COMM_WORLD_RANK again"; '
-               f'else echo "rank $OMPI_COMM_WORLD_RANK up"; {FIRST_RUN[first]}; fi')
     info = new_server(f"restart-evicted-{first}")
     with connect(info) as c:
-        pods, launcher = _started(c, name, command, "rank 1 up")
+        pods, launcher = _started(c, name, _runs(marker, FIRST_RUN[first]), "rank 1 up")
         workload = workload_name(c.get(f"{TRAINER}/namespaces/default/trainjobs/{name}").json())
     _kill_server(info)
     _in_store(info, WORKLOADS, workload, _evicted, status=True)
@@ -307,8 +319,6 @@ def test_a_job_kueue_evicted_as_the_server_died_runs_again_not_failed(
         log = pod_log(c, launcher)
         assert condition(done, "Complete"), (done["status"], log)
         assert sorted(log.splitlines()) == ["rank 0 again", "rank 1 again"], log  # a new pod: a new log
-    marker.unlink()
-    marker.parent.rmdir()
 
 
 def test_a_job_suspended_while_no_server_ran_is_stopped_at_start(
@@ -346,7 +356,7 @@ def _proc(path: Path) -> bytes:
 
 
 def test_a_rerun_caught_while_starting_is_not_taken_for_its_earlier_run(
-    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client]
+    new_server: Callable[..., ServerInfo], connect: Callable[..., httpx.Client], marker: Path
 ) -> None:
     """Suspended, then resumed, a job runs again in the same pods' directories. The server dies after the
     re-run started its nodes and before its launcher: the next server must not take the earlier run's
@@ -354,13 +364,9 @@ def test_a_rerun_caught_while_starting_is_not_taken_for_its_earlier_run(
     name = "ee-restart-rerun"
     path = f"{TRAINER}/namespaces/default/trainjobs/{name}"
     patch = {"headers": {"Content-Type": "application/merge-patch+json"}}
-    marker = Path(tempfile.mkdtemp(prefix="mpijob-e2e-")) / "second-run"
-    marker.parent.chmod(0o755)
-    command = (f'if [ -e {marker} ]; then echo "rank $OMPI_COMM_WORLD_RANK again"; '
-               'else echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 60; fi')
     info = new_server("restart-rerun")
     with connect(info) as c:
-        pods, launcher = _started(c, name, command, "rank 1 up")
+        pods, launcher = _started(c, name, _runs(marker, "sleep 60"), "rank 1 up")
         [job_dir] = job_dirs(info.home, name)
         assert c.patch(path, json={"spec": {"suspend": True}}, **patch).status_code == 200
         wait_no_processes(name, pods=pods, timeout=30)
@@ -393,5 +399,3 @@ def test_a_rerun_caught_while_starting_is_not_taken_for_its_earlier_run(
         assert condition(done, "Complete"), (done["status"], log)  # the re-run started again, and ran
         assert sorted(log.splitlines()) == ["rank 0 again", "rank 1 again"], log
     wait_no_processes(name, pods=pods, timeout=30)
-    marker.unlink()
-    marker.parent.rmdir()
