@@ -74,6 +74,15 @@ def unprivileged_server(tmp_path: Path) -> Iterator[Home]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _hung(env: dict[str, str], home: Home) -> str:
+    """What a job that hangs leaves to look at: its description, its processes, the server's log."""
+    describe = subprocess.run([MPIJOB, "describe", "trainjob", "fallback"], env=env, capture_output=True, text=True,
+                              timeout=30)
+    ps = subprocess.run(["ps", "-ww", "-u", USER, "-o", "pid,ppid,stat,etime,args"], capture_output=True, text=True)
+    log = home.server_log.read_text(errors="replace")[-6000:] if home.server_log.exists() else "(none)"
+    return f"--- describe:\n{describe.stdout}{describe.stderr}\n--- processes:\n{ps.stdout}\n--- server log:\n{log}"
+
+
 def test_unprivileged_server_uses_process_mode_and_runs_a_job(unprivileged_server: Home, tmp_path: Path) -> None:
     home = unprivileged_server
     env = {**os.environ, "MPIJOB_HOME": str(home.root)}
@@ -92,7 +101,11 @@ def test_unprivileged_server_uses_process_mode_and_runs_a_job(unprivileged_serve
         'print(\'reported\', u(progress_percent=50))"; true')
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(job))
-    run = subprocess.run([MPIJOB, "run", "-f", str(path)], env=env, capture_output=True, text=True, timeout=120)
+    try:
+        run = subprocess.run([MPIJOB, "run", "-f", str(path)], env=env, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired as hung:
+        pytest.fail(f"the job did not end in 120 s\n{_hung(env, home)}\n--- mpijob run printed:\n"
+                    f"{(hung.stdout or b'').decode(errors='replace')}{(hung.stderr or b'').decode(errors='replace')}")
     assert run.returncode == 0, run.stdout + run.stderr
     nodes = job["spec"]["trainer"]["numNodes"]
     ranks = {line.split()[0] for line in run.stdout.splitlines() if line.startswith("rank=")}
