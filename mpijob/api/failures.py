@@ -72,6 +72,15 @@ class Facts:
     starting: bool = False  # the culprit failed before every node accepted the job key
     ready_timeout: float = 0.0  # its sshd had that long to accept the key
     sshd_answered: bool = False  # its sshd spoke SSH before the deadline (so the key was what it refused)
+    # A run past one of its bounds (api/bounds.py; read by the builders at the end of this module)
+    bound: float = 0.0  # the bound it passed, in seconds
+    world_size: int = 0  # the ranks mpirun started, as a rank's environment says (0: no rank seen)
+    ranks_seen: tuple[int, ...] = ()  # the ranks seen running, or heard from in the log
+    reporting: tuple[str, ...] = ()  # the pods a rank ran in
+    daemons: tuple[str, ...] = ()  # the pods an MPI daemon ran in
+    idle: tuple[str, ...] = ()  # the pods whose processes used no CPU for `bound` seconds
+    idle_ranks: tuple[int, ...] = ()  # the ranks running in them
+    why: tuple[tuple[str, str], ...] = ()  # (pod, what the runner could tell of why it is not ready)
 
 
 @dataclass(frozen=True)
@@ -370,3 +379,7 @@ def _launcher_exit(facts: Facts, launcher: PodFacts) -> Failure:
                        None, launcher.host)
     return Failure(names.FAILURE_PROGRAM, summary, f"Read what it printed: mpijob logs {facts.job}.", launcher.name,
                    None, launcher.host)
+
+# -- the classes of a run past one of its bounds (api/bounds.py): built by api/bound_failures.py -------------
+
+ANCHORS.update({names.FAILURE_WIREUP_TIMEOUT: "wire-up-timeout", names.FAILURE_STALLED: "stalled"})

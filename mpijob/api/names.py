@@ -515,3 +515,22 @@ def volume_name(claim_uid: str) -> str:
 KUEUE_CREATED_WORKLOAD = "CreatedWorkload"  # Kueue's job reconciler's Event when it makes a job's Workload
 MPIJOB_SUCCEEDED_CONDITION = "Succeeded"  # MPI Operator's condition type of a job that succeeded
 MPIJOB_SUSPENDED_MESSAGE, MPIJOB_RESUMED_MESSAGE = "MPIJob suspended", "MPIJob resumed"  # MPI Operator's words
+
+# -- A bound on every phase of a run, and stalls (api/bounds.py, controllers/trainer/watchdog.py;
+# docs/troubleshooting.md "Wire-up timeout", "Stalled") -------------------------------------------------
+# Durations ("90s", "5m", "1m30s", or seconds) on a TrainJob, an MPIJob or their runtime (the job's win):
+ANNOTATION_READY_TIMEOUT = "mpijob.io/ready-timeout"  # every node accepting the job key
+ANNOTATION_WIREUP_TIMEOUT = "mpijob.io/wireup-timeout"  # mpirun started → every rank running
+ANNOTATION_EXIT_GRACE = "mpijob.io/exit-grace"  # every rank ended and the log quiet → mpirun must have exited
+ANNOTATION_STALL_TIMEOUT = "mpijob.io/stall-timeout"  # no output and no CPU this long: the job looks stalled
+ANNOTATION_ON_STALL = "mpijob.io/on-stall"  # what a stall does: ON_STALL_WARN (the default) or ON_STALL_FAIL
+ON_STALL_WARN, ON_STALL_FAIL = "warn", "fail"
+FAILURE_WIREUP_TIMEOUT = "WireUpTimeout"  # a class: mpirun started, but not every rank ran within the bound
+# The class of a job failed for looking stalled (ANNOTATION_ON_STALL: fail), and, either way, the reason of
+# its Warning Event and a TrainJob's condition type while it looks stalled; the condition's reasons:
+FAILURE_STALLED = "Stalled"
+REASON_NO_PROGRESS = "NoOutputNoCPU"
+REASON_PROGRESSING = "ProgressResumed"
+# mpirun still running after its ranks had all ended and the log had gone quiet: ended, the job's outcome the ranks'
+REASON_LAUNCHER_HUNG = "LauncherDidNotExit"
+REASON_UNHEALTHY = "Unhealthy"  # the kubelet's Warning Event of a pod whose readiness probe fails

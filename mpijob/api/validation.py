@@ -18,7 +18,7 @@ import copy
 import re
 from typing import Any
 
-from mpijob.api import kueue, names, netpol, patches, runtimes, scc_crd, schema, support, trainjob, volumes
+from mpijob.api import bounds, kueue, names, netpol, patches, runtimes, scc_crd, schema, support, trainjob, volumes
 from mpijob.api.errors import ApiError, Cause, bad_request, invalid
 from mpijob.api.labels import is_label_value, is_qualified_name
 from mpijob.api.mpioperator import admission as mpijob_admission
@@ -26,6 +26,8 @@ from mpijob.api.resources import Resource
 from mpijob.api.schema import show
 
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+# the kinds whose annotations may bound a run's phases: a job, and the runtimes it falls back to
+BOUNDED_KINDS = frozenset({"TrainJob", "ClusterTrainingRuntime", "TrainingRuntime", names.MPIJOB_KIND})
 
 
 def warm() -> None:
@@ -142,6 +144,8 @@ def _metadata_causes(res: Resource, meta: Any) -> list[Cause]:
         out.append(Cause("metadata.namespace", f"Invalid value: {show(ns)}: must be a DNS-1123 label (e.g. 'default')"))
     out += _map_causes(meta.get("labels"), "metadata.labels", labels=True)
     out += _map_causes(meta.get("annotations"), "metadata.annotations", labels=False)
+    if res.kind in BOUNDED_KINDS:  # a run's deadlines and stall watch (api/bounds.py)
+        out += bounds.causes(meta.get("annotations"))
     return out
 
 

@@ -24,7 +24,7 @@ import dataclasses
 import logging
 import time
 
-from mpijob.api import Obj, names, render
+from mpijob.api import Obj, bounds, names, render
 from mpijob.api.durations import parse_time
 from mpijob.api.errors import ApiError
 from mpijob.api.kueue import owners
@@ -39,7 +39,7 @@ from mpijob.controllers.kubelet import pods as kubelet_pods
 from mpijob.controllers.mpioperator import status
 from mpijob.controllers.quota import limit_ranges, with_limit_ranges
 from mpijob.controllers.trainer import binding
-from mpijob.controllers.trainer.runner import JobRunner
+from mpijob.controllers.trainer.runner import JobRunner, ready_default
 from mpijob.controllers.trainer.stops import Outcome, Stop, Then
 from mpijob.controllers.trainer.trainjob import TrainJobController
 from mpijob.store.objects import Store
@@ -170,6 +170,14 @@ class MPIJobController(TrainJobController):
         left = started.timestamp() + int(seconds) - time.time()
         runner = self.runners[meta["uid"]][0]
         self.deadlines[meta["uid"]] = asyncio.get_running_loop().call_later(max(left, 0), runner.stop, DEADLINE)
+
+    def _bounds(self, job: Obj, plan: RunPlan) -> bounds.Bounds:
+        """The run's deadlines and stall watch: the MPIJob's own annotations (it has no runtime of its own)."""
+        hosts = sum(1 for p in plan.pods if p.in_hostfile)
+        return bounds.resolve(job["metadata"].get("annotations"), None, hosts, ready_default())
+
+    def _show_stalled(self, job: Obj, stalled: bool, reason: str, message: str) -> None:
+        """MPI Operator's status has no such condition: its Events say it."""
 
     # -- MPI Operator's objects --------------------------------------------------------------------------
 

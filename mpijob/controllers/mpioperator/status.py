@@ -122,4 +122,12 @@ def resumed(job: Obj) -> bool:
                                                                names.MPIJOB_RESUMED_MESSAGE):
         return False
     job["status"]["startTime"] = now()
+    running = condition(job, RUNNING)
+    if running and (running.get("status"), running.get("reason")) == ("False", names.MPIJOB_SUSPENDED):
+        # MPI Operator leaves "is suspended." here until the job runs: beside Suspended False (resumed), a
+        # status that says both. It says what the job does now: its pods start.
+        meta = job["metadata"]
+        set_condition(job, RUNNING, False, names.MPIJOB_RESUMED,
+                      f"MPIJob {meta['namespace']}/{meta['name']} is resumed; it is running once its launcher and "
+                      "every worker run.")
     return True

@@ -7,16 +7,21 @@ import asyncio
 import dataclasses
 import enum
 import json
+import logging
 import os
 import signal
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpijob.api import failures, mpi_impl, names
+from mpijob.api import bound_failures, failures, mpi_impl, names
+from mpijob.api.bounds import Bounds
 from mpijob.api.mpi_output import asks_for_tags, parse_rank_field
 from mpijob.api.plan import PodPlan, RunPlan, plan_from_dict
 from mpijob.api.quantity import quantity_value
+from mpijob.api.resources import PODS
+from mpijob.controllers import events
 from mpijob.controllers.kubelet import mpi_installs, pods, shim, trainer_status, workload
 from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
 from mpijob.controllers.kubelet.network import JobNetwork, namespace_name
@@ -31,18 +36,29 @@ from mpijob.controllers.kubelet.sandbox import (
     kubernetes_env,
     pod_path,
 )
+from mpijob.controllers.trainer import watchdog
 from mpijob.controllers.trainer.pod_env import PodEnv, local_mca, values
 from mpijob.controllers.trainer.stops import Outcome, Stop, Then
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
 
-READY_TIMEOUT = 60.0  # seconds for every node to accept the job key, unless the server's environment says
-READY_TIMEOUT_ENV = "MPIJOB_READY_TIMEOUT"  # otherwise (docs/troubleshooting.md, "sshd not ready")
+log = logging.getLogger(__name__)
+READY_TIMEOUT = 60.0  # seconds one key probe may take (the whole wait is the run's `Bounds.ready`)
+READY_TIMEOUT_ENV = "MPIJOB_READY_TIMEOUT"  # the server's default for `Bounds.ready` (docs/troubleshooting.md)
+CONNECT_TIMEOUT = 2.0  # seconds a probe's TCP connect may take (a dropped SYN would take minutes)
+UNHEALTHY_AFTER = 10.0  # seconds a node may be not ready before its pod gets the kubelet's Unhealthy Event
+KUBELET = "kubelet"  # the component of a pod's Events, as kube's
 LOG_TAIL = 200  # lines of the launcher's log the failure classifier reads
 PROBE_INTERVAL = 0.01
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL when tearing a job down
 CAUSE_WINDOW = 0.5  # seconds a failed launcher waits for a node that may have failed with it (`_supervise`)
 RUN_RECORD = "run.json"  # in the job's directory: what a restarted server needs to take the run over
+
+
+def ready_default() -> float | None:
+    """The server's own bound on nodes becoming ready (MPIJOB_READY_TIMEOUT, seconds); None: the default's."""
+    value = os.environ.get(READY_TIMEOUT_ENV)
+    return float(value) if value else None
 
 
 class Role(enum.Enum):
@@ -67,7 +83,7 @@ class JobRunner:
     def __init__(
         self, store: Store, logs: LogStore, files: JobFiles, plan: RunPlan, ips: dict[str, str], cluster_id: str,
         gpus: dict[str, list[int]] | None = None, cores: dict[str, list[int]] | None = None,
-        yield_when_idle: bool = False, api_server: tuple[str, int] | None = None,
+        yield_when_idle: bool = False, api_server: tuple[str, int] | None = None, bounds: Bounds | None = None,
     ) -> None:
         self.store, self.logs, self.files, self.plan, self.ips = store, logs, files, plan, ips
         self.cluster_id = cluster_id
@@ -89,7 +105,11 @@ class JobRunner:
         self.usage: dict[str, Usage] = {}  # pod name → what it used, read at teardown (job accounting)
         self.stopped: Stop | None = None  # set by stop(): why the run was ended from outside
         self.draining: asyncio.Task[None] | None = None  # a graceful stop's SIGTERM to the workload (stop())
-        self.ready_timeout = float(os.environ.get(READY_TIMEOUT_ENV) or READY_TIMEOUT)
+        self.bounds = bounds or Bounds(ready=ready_default() or Bounds.ready)  # api/bounds.py
+        self.ready_timeout = self.bounds.ready
+        # told of what the watchdog sees that does not end the run (a stall, its end; mpirun outliving its
+        # ranks), with the message to show: the controller sets the job's condition and records the Event
+        self.report: Callable[[watchdog.Verdict, str], None] = lambda verdict, message: None
         self.lost: dict[str, str] = {}  # pod name → why it left no exit status (`resume`)
 
     # -- a run outlives its server ---------------------------------------------------------------
@@ -99,7 +119,7 @@ class JobRunner:
         shim.write_atomically(self.files.root / RUN_RECORD, {
             "plan": dataclasses.asdict(self.plan), "ips": self.ips, "gpus": self.gpus, "cores": self.cores,
             "yield_when_idle": YIELD_WHEN_IDLE in self.env.local_mca, "api_server": self.api_server,
-            "status_url": self.env.status_url})
+            "status_url": self.env.status_url, "bounds": dataclasses.asdict(self.bounds)})
 
     @classmethod
     def load(cls, store: Store, logs: LogStore, files: JobFiles, cluster_id: str) -> JobRunner | None:
@@ -112,7 +132,8 @@ class JobRunner:
             return None
         server = record.get("api_server")
         runner = cls(store, logs, files, plan, record["ips"], cluster_id, record["gpus"], record["cores"],
-                     record["yield_when_idle"], tuple(server) if server else None)
+                     record["yield_when_idle"], tuple(server) if server else None,
+                     Bounds(**record["bounds"]) if "bounds" in record else None)
         runner.env.status_url = record["status_url"]
         return runner
 
@@ -212,22 +233,42 @@ class JobRunner:
         ip = self.ips[pod.hostname]
         proc = self.procs[key]
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.ready_timeout
+        started = loop.time()
+        deadline = started + self.ready_timeout
         answered = False  # whether its sshd ever spoke SSH: if so, the key is what it refused
+        warned = False
         while True:
             self._check_stop()
             if not proc.running:
                 self.exits[key] = await proc.wait()
                 raise NodeFailed(pod, answered)
             if loop.time() > deadline:
-                raise NodeFailed(pod, answered)
+                raise NodeFailed(pod, answered, await asyncio.to_thread(self._why_not_ready, proc) if not answered else "")
+            if not warned and loop.time() - started > min(UNHEALTHY_AFTER, self.ready_timeout / 2):
+                warned = True
+                self._unhealthy(pod, ip, answered, deadline - loop.time())
             if await self._sshd_answers(ip):
                 answered = True
-                if await self._key_accepted(ip, user):
+                if await self._key_accepted(ip, user, max(deadline - loop.time(), CONNECT_TIMEOUT)):
                     if key.role is Role.CONTAINER:
                         pods.set_running(self.store, self.plan.namespace, pod.name, ip, ready=True)
                     return
             await asyncio.sleep(PROBE_INTERVAL)
+
+    def _why_not_ready(self, proc: pods.PodProcess) -> str:
+        """What /proc tells of a pod whose sshd never answered on SSH_PORT (listening elsewhere, not at all)."""
+        return watchdog.not_listening([proc.pid], SSH_PORT)
+
+    def _unhealthy(self, pod: PodPlan, ip: str, answered: bool, left: float) -> None:
+        """The kubelet's Warning on a pod whose readiness probe keeps failing, so a wait is never silent."""
+        stored = self.store.try_get(PODS, self.plan.namespace, pod.name)
+        if stored is None:
+            return
+        said = "sshd answers but does not accept the job's SSH key" if answered else "nothing answers SSH"
+        events.record(self.store, stored, names.REASON_UNHEALTHY,
+                      f"Readiness probe failed: {said} at {ip}:{SSH_PORT}; the job fails if it is not ready "
+                      f"within {left:.0f}s more ({names.ANNOTATION_READY_TIMEOUT}: {self.ready_timeout:g}s)",
+                      warning=True, component=KUBELET)
 
     def _last_line(self, log_name: str) -> str:
         """What a pod said last (sshd's reason for refusing to start, say), for the failure message."""
@@ -240,9 +281,9 @@ class JobRunner:
         sock = self.network.socket() if self.network else socket.socket()
         sock.setblocking(False)
         try:
-            await asyncio.get_running_loop().sock_connect(sock, (ip, SSH_PORT))
+            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (ip, SSH_PORT)), CONNECT_TIMEOUT)
             reader, writer = await asyncio.open_connection(sock=sock)
-        except OSError:
+        except (OSError, asyncio.TimeoutError):
             sock.close()
             return False
         try:
@@ -254,7 +295,7 @@ class JobRunner:
         writer.close()
         return banner.startswith(b"SSH-")
 
-    async def _key_accepted(self, ip: str, user: User) -> bool:
+    async def _key_accepted(self, ip: str, user: User, within: float = READY_TIMEOUT) -> bool:
         argv = self.files.ssh_probe(ip, user)
         probe = await asyncio.create_subprocess_exec(
             *(self.network.enter(argv) if self.network else argv),
@@ -264,7 +305,7 @@ class JobRunner:
         )
         assert probe.stdout
         try:
-            line = await asyncio.wait_for(probe.stdout.readline(), READY_TIMEOUT)
+            line = await asyncio.wait_for(probe.stdout.readline(), min(within, READY_TIMEOUT))
         except asyncio.TimeoutError:
             line = b""
         if probe.returncode is None:
@@ -293,7 +334,10 @@ class JobRunner:
                     await self.network.serve_api(self.api_server)
             await asyncio.gather(*(self._start(p, users[p.name]) for p in nodes))
             self._check_stop()
-            waits = [self._ready(p, users[p.name], Proc(p.name)) for p in nodes if self.files.runs_sshd(plan, p)]
+            # A node whose command is not the managed sshd is probed too when the launcher waits for nodes
+            # Ready (MPI Operator's WaitForWorkersReady): it fails within the bound, saying why, not at mpirun.
+            waits = [self._ready(p, users[p.name], Proc(p.name)) for p in nodes
+                     if self.files.runs_sshd(plan, p) or (launcher.depends_on_nodes_ready and p.in_hostfile)]
             if self.files.runs_sshd(plan, launcher):
                 await self._start(launcher, users[launcher.name], sshd_only=True)
                 waits.append(self._ready(launcher, users[launcher.name], Proc(launcher.name, Role.SSHD)))
@@ -312,7 +356,17 @@ class JobRunner:
 
     async def _supervise(self) -> Outcome:
         waits = {asyncio.ensure_future(self.procs[name].wait()): name for name in self.procs}
-        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        watch = asyncio.ensure_future(self._watchdog().watch(self._report))
+        done, _ = await asyncio.wait([*waits, watch], return_when=asyncio.FIRST_COMPLETED)
+        if not watch.done():
+            watch.cancel()
+        elif watch.exception() is not None:  # a bug of the watchdog's must not end the run: it runs unwatched
+            log.error("the watchdog of job %s/%s failed", self.plan.namespace, self.plan.job, exc_info=watch.exception())
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        elif not (done := done - {watch}):  # a bound passed while every pod still ran
+            for w in waits:
+                w.cancel()
+            return self._bound_passed(watch.result())
         # When several ended at once (as a re-adopted run's may have), the launcher's end is the job's.
         launcher = Proc(next(p.name for p in self.plan.pods if p.is_launcher))
         first = next((w for w in done if waits[w] == launcher), next(iter(done)))
@@ -338,15 +392,62 @@ class JobRunner:
     def _failed(self, culprit: str, not_ready: NodeFailed | None = None) -> Outcome:
         """A failed run's outcome in the classifier's words (`api/failures.py`), from what the runner saw:
         every pod's exit, OOM kills, peak memory and limit, the launcher's last lines with their ranks."""
+        facts = self._facts(culprit, starting=not_ready is not None, sshd_answered=bool(not_ready and not_ready.answered),
+                            why=((culprit, not_ready.why),) if not_ready and not_ready.why else ())
+        found = bound_failures.not_ready_why(failures.classify(facts), facts)
+        return Outcome(False, names.REASON_FAILED_JOBS, found.message, found.reason)
+
+    def _facts(self, culprit: str, **more: object) -> failures.Facts:
+        """What the runner saw of the run, for `api/failures.py`."""
         launcher = next(p for p in self.plan.pods if p.is_launcher)
         tail = self.logs.read(self.plan.namespace, launcher.name, names.CONTAINER, tail_lines=LOG_TAIL, ranks=True)
         hosts = sum(1 for p in self.plan.pods if p.in_hostfile)
-        found = failures.classify(failures.Facts(
+        return failures.Facts(
             job=self.plan.job, culprit=culprit, pods=tuple(self._pod_facts(p) for p in self.plan.pods),
             launcher_log=tuple(_ranked(line) for line in tail.decode(errors="replace").splitlines()),
             slots=hosts * self.plan.slots, hosts=hosts, key_dir=self.plan.ssh_auth_mount_path,
-            starting=not_ready is not None, ready_timeout=self.ready_timeout,
-            sshd_answered=bool(not_ready and not_ready.answered)))
+            ready_timeout=self.ready_timeout, **more)  # type: ignore[arg-type]
+
+    # -- the watchdog: bounds no exit shows (watchdog.py) ------------------------------------------------
+
+    def _watchdog(self) -> watchdog.Watchdog:
+        launcher = next(p for p in self.plan.pods if p.is_launcher)
+        watched = [watchdog.Pod(pod.name, tuple(p.pid for k, p in self.procs.items() if k.pod == pod.name),
+                                self.cgroups.get(pod.name), pod.is_launcher) for pod in self.plan.pods]
+        log = self.logs.path(self.plan.namespace, launcher.name, names.CONTAINER)
+        tracker = watchdog.Tracker(self.bounds, asyncio.get_running_loop().time())
+        return watchdog.Watchdog(watched, self.impl.rank_variables, log, tracker)
+
+    def _verdict_facts(self, verdict: watchdog.Verdict) -> failures.Facts:
+        launcher = next(p for p in self.plan.pods if p.is_launcher)
+        return self._facts(launcher.name, bound=verdict.bound, world_size=verdict.world_size,
+                           ranks_seen=verdict.ranks_seen, reporting=verdict.reporting, daemons=verdict.daemons,
+                           idle=verdict.idle, idle_ranks=verdict.idle_ranks)
+
+    def _report(self, verdict: watchdog.Verdict) -> None:
+        """A stall begun (its message, with the idle pods and ranks) or ended, for the controller to show."""
+        if verdict.kind is watchdog.Kind.STALLED:
+            self.report(verdict, bound_failures.stalled(self._verdict_facts(verdict)).message)
+        else:
+            self.report(verdict, "output or CPU use resumed")
+
+    def _bound_passed(self, verdict: watchdog.Verdict) -> Outcome:
+        """The outcome of a run the watchdog ends: wire-up timed out, a stall (when the job fails for one), or
+        mpirun outliving its ranks, which ends the job as its ranks ended (`failures.launcher_hung`)."""
+        facts = self._verdict_facts(verdict)
+        if verdict.kind is watchdog.Kind.WIREUP:
+            found = bound_failures.wireup_timeout(facts)
+        elif verdict.kind is watchdog.Kind.STALLED:
+            found = bound_failures.stalled(facts)
+        else:
+            failed = bound_failures.launcher_hung(facts)
+            launcher = next(p for p in self.plan.pods if p.is_launcher)
+            self.report(verdict, f"mpirun in launcher pod {launcher.name} had not exited {verdict.bound:g}s after "
+                                 "every rank ended and the log went quiet: it was stopped, and the job ends as its "
+                                 f"ranks did ({'failed: ' + failed.summary if failed else 'every rank succeeded'})")
+            if failed is None:
+                return Outcome(True, names.REASON_COMPLETED, "jobset completed successfully")
+            found = failed
         return Outcome(False, names.REASON_FAILED_JOBS, found.message, found.reason)
 
     def _pod_facts(self, pod: PodPlan) -> failures.PodFacts:
@@ -453,9 +554,9 @@ class NodeFailed(Exception):
     """A node's sshd exited (its exit is in `JobRunner.exits`), or did not accept the job key in time,
     before the launcher started; `answered`: whether it ever spoke SSH."""
 
-    def __init__(self, pod: PodPlan, answered: bool) -> None:
+    def __init__(self, pod: PodPlan, answered: bool, why: str = "") -> None:
         super().__init__(pod.name)
-        self.pod, self.answered = pod, answered
+        self.pod, self.answered, self.why = pod, answered, why  # why: what /proc told of it (`_why_not_ready`)
 
 
 def _ranked(line: str) -> failures.Line:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlparse
 
-from mpijob.api import Obj, names, render, tokens, volumes
+from mpijob.api import Obj, bounds, names, render, tokens, volumes
 from mpijob.api.errors import ApiError
 from mpijob.api.kueue import owners
 from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, DEFAULT_LOCAL_QUEUE, workload_name
@@ -47,7 +47,8 @@ from mpijob.controllers.kueue.workloads import render_workload
 from mpijob.controllers.quota import limit_ranges, with_limit_ranges
 from mpijob.controllers.trainer import binding, deadline
 from mpijob.controllers.trainer.accounting import Accounting
-from mpijob.controllers.trainer.runner import JobRunner
+from mpijob.controllers.trainer.runner import JobRunner, ready_default
+from mpijob.controllers.trainer.watchdog import Kind, Verdict
 from mpijob.controllers.trainer.stops import Outcome, Stop, Then
 from mpijob.store import audit
 from mpijob.store.home import Home
@@ -180,8 +181,10 @@ class TrainJobController:
         files.write(plan, private_pem, public_line, ips, job_user(plan, launcher, self.mode))
         self._write_service_accounts(files, plan, accounts, stored)
         crowded = self._crowded(tj, plan, cores)
-        runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus, cores, crowded, server)
+        runner = JobRunner(self.store, self.logs, files, plan, ips, self.cluster_id, gpus, cores, crowded, server,
+                           self._bounds(tj, plan))
         runner.env.status_url = url
+        runner.report = self._watched(tj)
         runner.save()
         self.accounting.started(tj, wl, plan)
         self.runners[uid] = (runner, asyncio.create_task(self._run(tj, plan, runner, runner.run())))
@@ -196,12 +199,49 @@ class TrainJobController:
         self.addresses.claim(list(runner.ips.values()))
         self.devices.claim([d for ds in runner.gpus.values() for d in ds])
         self.cores.claim([c for cs in runner.cores.values() for c in cs])
+        runner.report = self._watched(tj)
         task = asyncio.create_task(self._run(tj, runner.plan, runner, runner.resume(self._stopping(tj))))
         self.runners[tj["metadata"]["uid"]] = (runner, task)
         self._watch_deadline(tj)
         events.record(self.store, tj, names.REASON_CONTROL_PLANE_RESTARTED,
                       "the local cluster's control plane restarted; the job's pods ran on and were re-adopted")
         return True
+
+    # -- bounds and stalls (api/bounds.py, trainer/watchdog.py) --------------------------------------------
+
+    def _bounds(self, tj: Obj, plan: RunPlan) -> bounds.Bounds:
+        """The run's deadlines and stall watch: the job's annotations, else its runtime's, else the defaults."""
+        try:
+            runtime_annotations = (self._runtime(tj).get("metadata") or {}).get("annotations")
+        except ApiError:
+            runtime_annotations = None
+        hosts = sum(1 for p in plan.pods if p.in_hostfile)
+        return bounds.resolve(tj["metadata"].get("annotations"), runtime_annotations, hosts, ready_default())
+
+    def _watched(self, tj: Obj) -> Callable[[Verdict, str], None]:
+        """What the job shows of its watchdog's news: a stall (a Warning Event and the `Stalled` condition)
+        and its end, and an mpirun that outlived its ranks and was stopped (a Warning Event)."""
+        meta = tj["metadata"]
+
+        def report(verdict: Verdict, message: str) -> None:
+            job = self.store.try_get(self.resource, meta["namespace"], meta["name"])
+            if job is None or job["metadata"]["uid"] != meta["uid"]:
+                return
+            if verdict.kind is Kind.STALLED:
+                self._show_stalled(job, True, names.REASON_NO_PROGRESS, message)
+                events.record(self.store, job, names.FAILURE_STALLED, message, warning=True)
+            elif verdict.kind is Kind.RESUMED:
+                self._show_stalled(job, False, names.REASON_PROGRESSING, message)
+                events.record(self.store, job, names.REASON_PROGRESSING, message)
+            elif verdict.kind is Kind.HUNG:
+                events.record(self.store, job, names.REASON_LAUNCHER_HUNG, message, warning=True)
+
+        return report
+
+    def _show_stalled(self, job: Obj, stalled: bool, reason: str, message: str) -> None:
+        """The job's `Stalled` condition (a TrainJob's; an MPIJob keeps MPI Operator's conditions)."""
+        if (stalled or cond.get(job, names.FAILURE_STALLED)) and cond.set_condition(job, names.FAILURE_STALLED, stalled, reason, message):
+            self.store.update(TRAINJOBS, job, status=True)
 
     # -- what a run's objects are called and hold (overridden for MPIJobs) ------------------------------
 

@@ -1,0 +1,339 @@
+"""Watches a running job for what no exit shows: an mpirun whose ranks never all start (wire-up), an mpirun
+that outlives its ranks, and a job that looks stalled (nothing printed, no CPU used).
+
+Once a second it looks at the job's pods (`look`: their process trees in /proc, their CPU time, the
+launcher's log) and hands what it saw to a `Tracker`, which is pure: it keeps the clocks of the bounds
+(`api/bounds.py`) and says when one has passed. What counts:
+
+* wire-up runs from the launcher's MPI launcher (mpirun, mpiexec, prterun) appearing to every rank of its
+  world seen: a rank is a process whose environment holds its rank (`Implementation.rank_variables`),
+  seen running below an MPI daemon or the launcher, or a line it printed. A launcher that works before it
+  calls mpirun is not in wire-up until it does.
+* an mpirun outlives its ranks when, after wire-up, no rank runs any more and the log has not grown for
+  the exit grace.
+* a job looks stalled when the launcher's log has not grown and no pod's processes used CPU (less than
+  `IDLE_CPU` of a core) for the stall bound; a rank computing in silence is not stalled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mpijob.api.bounds import Bounds
+from mpijob.api.mpi_output import parse_rank_field
+from mpijob.controllers.kubelet.cgroups import PodCgroup
+
+POLL = 1.0  # seconds between looks
+IDLE_CPU = 0.02  # a pod using less than this share of one core is idle
+MIN_CPU = 0.05  # CPU seconds a pod must use since its last busy mark to count as busy (clock-tick noise)
+LOG_READ = 1 << 22  # bytes of new log read per look while wiring up (only the rank field of each line matters)
+LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "prterun", "prte", "mpiexec.hydra"})
+DAEMONS = frozenset({"orted", "prted", "hydra_pmi_proxy", "hydra_bstrap_proxy"})
+NOT_RANKS = LAUNCHERS | DAEMONS | {"ssh", "sshd"}
+COMM_LEN = 15  # the kernel keeps this many characters of a process's name
+PROC = Path("/proc")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# -- what one look saw, and what it means ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Look:
+    """The job at one moment."""
+
+    at: float  # the event loop's clock
+    mpirun: int | None = None  # the pid of the launcher's MPI launcher, while one runs
+    ranks: dict[int, str] = field(default_factory=dict)  # rank → the pod it runs in, of those running now
+    world_size: int = 0  # as a rank's environment says (0: no rank seen)
+    daemons: frozenset[str] = frozenset()  # pods an MPI daemon runs in
+    cpu: dict[str, float] = field(default_factory=dict)  # pod → CPU seconds its processes have used
+    output: int = 0  # bytes in the launcher's log
+    logged: frozenset[int] = frozenset()  # ranks that printed a line since the last look
+
+
+class Kind(enum.Enum):
+    WIREUP = "wire-up timed out"
+    HUNG = "mpirun outlived its ranks"
+    STALLED = "stalled"
+    RESUMED = "progressing again"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: Kind
+    bound: float  # the bound that passed, in seconds
+    world_size: int = 0
+    ranks_seen: tuple[int, ...] = ()
+    reporting: tuple[str, ...] = ()  # pods a rank ran in
+    daemons: tuple[str, ...] = ()
+    idle: tuple[str, ...] = ()  # pods that used no CPU for the bound
+    idle_ranks: tuple[int, ...] = ()
+
+
+class Tracker:
+    """The clocks of a run's bounds, fed one `Look` at a time (pure)."""
+
+    def __init__(self, bounds: Bounds, start: float) -> None:
+        self.bounds = bounds
+        self.output, self.output_at = -1, start
+        self.marks: dict[str, tuple[float, float]] = {}  # pod → (CPU seconds, when) at its last busy moment
+        self.mpirun: int | None = None
+        self.mpirun_at = start
+        self._new_world()
+        self.stalled = False
+
+    def _new_world(self) -> None:
+        self.seen: set[int] = set()
+        self.world_size = 0
+        self.reporting: set[str] = set()
+        self.daemons: set[str] = set()
+        self.wired = False
+        self.ended_at: float | None = None  # since when no rank of a wired-up world runs
+
+    def see(self, look: Look) -> Verdict | None:
+        """What passing time says of the run, if anything: a bound passed, a stall begun or ended."""
+        grew = look.output != self.output
+        if grew:
+            self.output, self.output_at = look.output, look.at
+        busy = self._cpu(look)
+        if look.mpirun != self.mpirun:  # a new mpirun (or none any more): its own wire-up
+            self.mpirun, self.mpirun_at = look.mpirun, look.at
+            self._new_world()
+        verdict = self._wireup(look) if self.mpirun is not None else None
+        return verdict or self._stall(look, grew or busy)
+
+    def _cpu(self, look: Look) -> bool:
+        """Move the busy mark of every pod that used CPU since its last one; whether any did."""
+        busy = False
+        for pod, used in look.cpu.items():
+            mark = self.marks.get(pod)
+            if mark is None or abs(used - mark[0]) > MIN_CPU + IDLE_CPU * (look.at - mark[1]):
+                self.marks[pod] = (used, look.at)
+                busy |= mark is not None
+        return busy
+
+    def _wireup(self, look: Look) -> Verdict | None:
+        if not self.wired:
+            self.seen |= set(look.ranks) | look.logged
+            self.world_size = max(self.world_size, look.world_size)
+            self.reporting |= set(look.ranks.values())
+            self.daemons |= look.daemons
+            if self.world_size and self.seen >= set(range(self.world_size)):
+                self.wired = True
+            elif look.at - self.mpirun_at > self.bounds.wireup:
+                return self._verdict(Kind.WIREUP, self.bounds.wireup)
+            return None
+        if look.ranks:
+            self.ended_at = None
+            return None
+        self.ended_at = self.ended_at if self.ended_at is not None else look.at
+        if look.at - max(self.ended_at, self.output_at) > self.bounds.exit_grace:
+            return self._verdict(Kind.HUNG, self.bounds.exit_grace)
+        return None
+
+    def _stall(self, look: Look, active: bool) -> Verdict | None:
+        if self.stalled:
+            if active:
+                self.stalled = False
+                return self._verdict(Kind.RESUMED, self.bounds.stall)
+            return None
+        idle = sorted(p for p, (_, at) in self.marks.items() if look.at - at >= self.bounds.stall)
+        if look.at - self.output_at < self.bounds.stall or not idle or len(idle) < len(self.marks):
+            return None
+        self.stalled = True
+        ranks = tuple(sorted(r for r, pod in look.ranks.items() if pod in idle))
+        return self._verdict(Kind.STALLED, self.bounds.stall, idle=tuple(idle), idle_ranks=ranks)
+
+    def _verdict(self, kind: Kind, bound: float, **more: tuple) -> Verdict:
+        return Verdict(kind, bound, self.world_size, tuple(sorted(self.seen)), tuple(sorted(self.reporting)),
+                       tuple(sorted(self.daemons)), **more)
+
+
+# -- looking at the job (I/O) ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A pod of the running job as the watchdog sees it."""
+
+    name: str
+    roots: tuple[int, ...]  # its top processes (the supervised ones)
+    cgroup: PodCgroup | None  # its CPU account (namespace mode); else its processes' own times are summed
+    launcher: bool = False
+
+
+def _stat(pid: int) -> tuple[str, float] | None:
+    """A process's name and CPU seconds (user + system)."""
+    try:
+        raw = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    head, _, rest = raw.rpartition(")")
+    fields = rest.split()
+    return head.partition("(")[2], (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def _children(pid: int) -> list[int]:
+    """A process's children, from every one of its threads (PRRTE's daemons fork on threads)."""
+    out: list[int] = []
+    try:
+        for task in os.scandir(PROC / str(pid) / "task"):
+            try:
+                out += [int(c) for c in (Path(task.path) / "children").read_text().split()]
+            except OSError:
+                continue
+    except OSError:
+        pass
+    return out
+
+
+def _rank(pid: int, variables: tuple[str, str]) -> tuple[int, int] | None:
+    """(rank, world size) from a process's environment, when it is a rank."""
+    try:
+        environ = (PROC / str(pid) / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    found = dict(e.decode(errors="replace").partition("=")[::2] for e in environ if b"=" in e)
+    rank, size = found.get(variables[0], ""), found.get(variables[1], "")
+    return (int(rank), int(size)) if rank.isdigit() and size.isdigit() else None
+
+
+class Watchdog:
+    """Looks at a running job once a second; the runner acts on its verdicts."""
+
+    def __init__(self, pods: Iterable[Pod], rank_variables: tuple[str, str], log: Path, tracker: Tracker) -> None:
+        self.pods, self.rank_variables, self.log, self.tracker = list(pods), rank_variables, log, tracker
+        self.log_offset = 0  # how far the launcher's log has been read for ranks (while wiring up)
+
+    def look(self, at: float) -> Look:
+        """The job now: its mpirun, ranks, daemons, CPU time and output."""
+        mpirun, ranks, world, daemons, cpu = None, {}, 0, set(), {}
+        names = {n[:COMM_LEN] for n in LAUNCHERS}
+        daemon_names, skip = {n[:COMM_LEN] for n in DAEMONS}, {n[:COMM_LEN] for n in NOT_RANKS}
+        for pod in self.pods:
+            used = 0.0
+            level = [(pid, False) for pid in pod.roots]
+            for _ in range(64):  # deeper than any real tree; a bound, not a hope
+                below = []
+                for pid, under_mpi in level:
+                    stat = _stat(pid)
+                    if stat is None:
+                        continue
+                    name, seconds = stat
+                    used += seconds
+                    if pod.launcher and name in names and mpirun is None:
+                        mpirun = pid
+                    if name in daemon_names:
+                        daemons.add(pod.name)
+                    if name not in skip and (found := _rank(pid, self.rank_variables)):
+                        world = max(world, found[1])  # a rank's leftover child (`cmd &`) knows the world's size too
+                        if under_mpi:
+                            ranks.setdefault(found[0], pod.name)
+                        continue  # a rank's own children are the rank's
+                    launches = name in names or name in daemon_names
+                    below += [(c, launches) for c in _children(pid)]
+                if not below:
+                    break
+                level = below
+            usage = pod.cgroup.usage() if pod.cgroup else None
+            cpu[pod.name] = usage.cpu_seconds if usage and usage.cpu_seconds is not None else used
+        try:
+            output = self.log.stat().st_size
+        except OSError:
+            output = 0
+        logged = self._logged(output) if mpirun is not None and not self.tracker.wired else frozenset()
+        return Look(at, mpirun, ranks, world, frozenset(daemons), cpu, output, logged)
+
+    def _logged(self, size: int) -> frozenset[int]:
+        """The ranks of the lines the launcher's log got since the last look (stored `<stamp> <rank> <text>`)."""
+        if size <= self.log_offset:
+            return frozenset()
+        try:
+            with self.log.open("rb") as f:
+                f.seek(max(self.log_offset, size - LOG_READ))
+                chunk = f.read(size - f.tell())
+        except OSError:
+            return frozenset()
+        whole = chunk.rpartition(b"\n")[0]
+        self.log_offset = size - len(chunk) + len(whole) + 1 if whole else self.log_offset
+        ranks = (parse_rank_field(line.split(b" ", 2)[1].decode()) for line in whole.split(b"\n")
+                 if line.count(b" ") >= 2)
+        return frozenset(r for r in ranks if r is not None)
+
+    async def watch(self, report: Callable[[Verdict], None]) -> Verdict:
+        """Look until a verdict ends the run (wire-up timed out, mpirun outlived its ranks, a stall when the
+        job fails for one), telling `report` of the others (a stall begun, or ended)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(POLL)
+            look = await asyncio.to_thread(self.look, loop.time())
+            verdict = self.tracker.see(look)
+            if verdict is None:
+                continue
+            if verdict.kind in (Kind.WIREUP, Kind.HUNG) or (verdict.kind is Kind.STALLED and self.tracker.bounds.stall_fail):
+                return verdict
+            report(verdict)
+
+
+# -- why a node is not ready: what its processes listen on --------------------------------------------------
+
+
+def tree(roots: Iterable[int]) -> list[int]:
+    """Every process below `roots`, the roots included."""
+    out, level = [], list(roots)
+    for _ in range(64):
+        out += level
+        level = [c for pid in level for c in _children(pid)]
+        if not level:
+            break
+    return out
+
+
+def listening(roots: Iterable[int]) -> list[tuple[int, str]]:
+    """(port, program) of every TCP socket a pod's processes listen on, read from their own network's /proc."""
+    pids = tree(roots)
+    owner: dict[str, str] = {}  # socket inode → the program holding it
+    for pid in pids:
+        stat = _stat(pid)
+        try:
+            fds = os.listdir(PROC / str(pid) / "fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(PROC / str(pid) / "fd" / fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                owner.setdefault(target[8:-1], stat[0] if stat else "?")
+    found: set[tuple[int, str]] = set()
+    for pid in pids[:1]:
+        for table in ("tcp", "tcp6"):
+            try:
+                lines = (PROC / str(pid) / "net" / table).read_text().splitlines()[1:]
+            except OSError:
+                continue
+            for line in lines:
+                fields = line.split()
+                if len(fields) > 9 and fields[3] == "0A" and fields[9] in owner:  # 0A: LISTEN
+                    found.add((int(fields[1].rpartition(":")[2], 16), owner[fields[9]]))
+    return sorted(found)
+
+
+def not_listening(roots: Iterable[int], port: int) -> str:
+    """Why nothing of a pod answers SSH on `port`, where /proc can tell ("" where it cannot)."""
+    sockets = listening(roots)
+    if not sockets:
+        programs = sorted({s[0] for pid in tree(roots) if (s := _stat(pid))})
+        return (f"none of its processes listens on a TCP port (they are: {', '.join(programs)})" if programs
+                else "")
+    if any(p == port for p, _ in sockets):
+        return ""  # listening where it should: what it answered, or refused, says why
+    said = ", ".join(f"{program} on port {p}" for p, program in sockets)
+    return f"it listens elsewhere than the probe's port {port}: {said}"
