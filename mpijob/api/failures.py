@@ -8,8 +8,11 @@ readiness deadline, and the launcher's last lines with the rank of each. `classi
 into a class (a reason word of `names`), the failing pod, rank and host, a fix, and the section of
 docs/troubleshooting.md that explains it. No I/O: `controllers/trainer/runner.py` gathers the facts.
 
-Open MPI's own words are matched as Open MPI 4.1 (ORTE) prints them, and as Open MPI 5 (PRRTE) does
-where it words them otherwise.
+Every class is earned: one that blames the launch (a program not found, a key refused, a host unknown,
+too few slots, a daemon lost, a rank signalled) comes only from what mpirun, ssh or the MPI daemons said,
+in the shape they say it, never from a rank's text (`api/launch_log.py` tells them apart); a rank's own
+error is `ProgramFailed`, with its exit code and last line. Open MPI's words are matched as Open MPI 4.1
+(ORTE) and 5 (PRRTE) print them, Hydra's as MPICH and Intel MPI do.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mpijob.api import names
+from mpijob.api import launch_log, names
+from mpijob.api.launch_log import Line, Said
 
 GUIDE = "docs/troubleshooting.md"
 ANCHORS = {  # each class's section of the guide (GitHub's anchor of its heading)
@@ -53,14 +57,6 @@ class PodFacts:
 
 
 @dataclass(frozen=True)
-class Line:
-    """A line of the launcher's log and the MPI rank that printed it (None: mpirun, ssh, the shell)."""
-
-    rank: int | None
-    text: str
-
-
-@dataclass(frozen=True)
 class Facts:
     job: str
     culprit: str  # the pod whose exit, or failed start, ended the job
@@ -72,6 +68,8 @@ class Facts:
     starting: bool = False  # the culprit failed before every node accepted the job key
     ready_timeout: float = 0.0  # its sshd had that long to accept the key
     sshd_answered: bool = False  # its sshd spoke SSH before the deadline (so the key was what it refused)
+    # the MPI that ran (names.MPI_IMPLEMENTATIONS): one MPI's words never count under another (api/launch_log.py)
+    implementation: str = ""  # "" not known: every MPI's words count
     # A run past one of its bounds (api/bounds.py; read by the builders at the end of this module)
     bound: float = 0.0  # the bound it passed, in seconds
     world_size: int = 0  # the ranks mpirun started, as a rank's environment says (0: no rank seen)
@@ -111,11 +109,11 @@ def classify(facts: Facts) -> Failure:
         return _oom(facts, ooms[0])
     if not culprit.launcher:
         return _node_lost(culprit)
-    text = "\n".join(line.text for line in facts.launcher_log)
+    said = launch_log.read(facts.launcher_log, facts.implementation)
     for rule in _RULES:
-        if found := rule(facts, text):
+        if found := rule(facts, said):
             return found
-    return _launcher_exit(facts, culprit)
+    return _launcher_exit(facts, culprit, said)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -191,13 +189,11 @@ def _key_fix(facts: Facts) -> str:
 
 # -- resources -------------------------------------------------------------------------------------
 
-_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+) \(([^)]*)\)")
-
-
 def _oom(facts: Facts, pod: PodFacts) -> Failure:
+    said = launch_log.read(facts.launcher_log, facts.implementation)
     rank = None
-    for m in _SIGNAL.finditer("\n".join(line.text for line in facts.launcher_log)):
-        if _by_host(facts, m.group(2)) == pod:
+    for m in (launch_log.BOX_SIGNAL.match(box) for box in said.boxes):
+        if m and _by_host(facts, m.group(2)) == pod:
             rank = int(m.group(1))
     who = f"rank {rank} on {_where(pod)}" if rank is not None else f"a process of {_where(pod)}"
     kills = f"{pod.oom_kills} OOM kill{'s' if pod.oom_kills > 1 else ''}"
@@ -217,31 +213,11 @@ def _node_lost(node: PodFacts) -> Failure:
                    "look at the pod's status and the TrainJob's events for who did.", node.name, None, node.host)
 
 
-# -- what mpirun, ssh or a rank said ----------------------------------------------------------------
-
-_PUBLICKEY = re.compile(r"(?:\S+@)?(\S+?): Permission denied \(publickey")
-_UNRESOLVABLE = re.compile(r"ssh: Could not resolve hostname (\S+?): (.+)")
-_REFUSED = re.compile(r"ssh: connect to host (\S+) port (\d+): Connection refused")
-_SLOTS = re.compile(r"not enough slots available in the system to satisfy the (\d+)\s+slots")
-_NO_EXECUTABLE = re.compile(r"unable to find the specified executable|could not access\s+or execute an executable")
-# Hydra's (MPICH, Intel MPI) proxy on a host failing to start a rank: `[proxy:0:1@host] ... execvp error on file X (...)`
-_HYDRA_EXECVP = re.compile(r"\[proxy:[\d:]+@([^\]\s]+)\].*?execvp error on file (\S+) \((No such file or directory|"
-                           r"Permission denied)\)")
-_EXECUTABLE = re.compile(r"Executable:\s*(\S+)")
-_NODE = re.compile(r"Node:\s*(\S+)")
-_FIRST_RANK = re.compile(r"first reported for process\s+rank (\d+)")
-_NCCL = re.compile(r"NCCL WARN|NCCL error|nccl\w*Error|NCCL communicator was aborted|"
-                   r"Watchdog caught collective operation timeout")
-_NCCL_TIMEOUT = re.compile(r"timeout|timed out", re.I)
-_NCCL_HOST = re.compile(r"^(\S+?):\d+:\d+ \[\d+\] ")  # NCCL's own prefix: host:pid:tid [cuda device]
-_DAEMON_LOST = re.compile(r"(?:ORTE|PRRTE|PRTE) has lost communication with a remote daemon")
-_REMOTE_DAEMON = re.compile(r"Remote daemon:\s*\S+ on node (\S+)")
-_EXIT_CODE = re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]\s*Exit code:\s*(\d+)", re.S)
-_NOT_FOUND = re.compile(r"command not found|No such file or directory")
+# -- what mpirun, ssh or the MPI daemons said (api/launch_log.py tells it from what a rank printed) ----
 
 
-def _ssh_refused(facts: Facts, text: str) -> Failure | None:
-    if not (m := _PUBLICKEY.search(text)):
+def _ssh_refused(facts: Facts, said: Said) -> Failure | None:
+    if not (m := said.line(launch_log.SSH_REFUSED_KEY)) or not said.daemons_not_started:
         return None
     node = _by_host(facts, m.group(1))
     return Failure(names.FAILURE_SSH_AUTH, f"the sshd of {_where(node, m.group(1))} refused the job's SSH key "
@@ -249,8 +225,8 @@ def _ssh_refused(facts: Facts, text: str) -> Failure | None:
                    _key_fix(facts), node.name if node else None, None, m.group(1))
 
 
-def _unresolvable(facts: Facts, text: str) -> Failure | None:
-    if not (m := _UNRESOLVABLE.search(text)):
+def _unresolvable(facts: Facts, said: Said) -> Failure | None:
+    if not (m := said.line(launch_log.SSH_UNRESOLVABLE)) or not said.daemons_not_started:
         return None
     launcher = _launcher(facts)
     return Failure(names.FAILURE_HOST_UNRESOLVABLE, f"mpirun on {_where(launcher)} was given host {m.group(1)}, "
@@ -260,8 +236,8 @@ def _unresolvable(facts: Facts, text: str) -> Failure | None:
                    "this job's network.", launcher.name, None, m.group(1))
 
 
-def _connection_refused(facts: Facts, text: str) -> Failure | None:
-    if not (m := _REFUSED.search(text)):
+def _connection_refused(facts: Facts, said: Said) -> Failure | None:
+    if not (m := said.line(launch_log.SSH_CONNECTION_REFUSED)) or not said.daemons_not_started:
         return None
     node = _by_host(facts, m.group(1))
     return Failure(names.FAILURE_SSHD_NOT_READY, f"nothing listens on port {m.group(2)} of {_where(node, m.group(1))} "
@@ -270,8 +246,8 @@ def _connection_refused(facts: Facts, text: str) -> Failure | None:
                    "never becomes a host mpirun can reach.", node.name if node else None, None, m.group(1))
 
 
-def _slots(facts: Facts, text: str) -> Failure | None:
-    if not (m := _SLOTS.search(text)):
+def _slots(facts: Facts, said: Said) -> Failure | None:
+    if not (m := said.box(launch_log.BOX_SLOTS)):
         return None
     asked, launcher = int(m.group(1)), _launcher(facts)
     per = f" ({facts.hosts} host{'s' if facts.hosts != 1 else ''})" if facts.hosts else ""
@@ -281,17 +257,29 @@ def _slots(facts: Facts, text: str) -> Failure | None:
                    "more slots: trainer.numNodes × trainer.numProcPerNode.", launcher.name, None, launcher.host)
 
 
-def _executable(facts: Facts, text: str) -> Failure | None:
-    if hydra := _HYDRA_EXECVP.search(text):
+def _executable(facts: Facts, said: Said) -> Failure | None:
+    hydra = said.hydra_line(launch_log.HYDRA_EXECVP, tagged=True)
+    if hydra and _launcher(facts).exit_code == launch_log.HYDRA_EXEC_FAILED_EXIT:
         pod = _by_host(facts, hydra.group(1))
         return Failure(names.FAILURE_COMMAND_NOT_FOUND, f"mpirun could not start the program {hydra.group(2)!r} on "
-                       f"{_where(pod, hydra.group(1))} ({hydra.group(3)})", _NOT_FOUND_FIX, pod.name if pod else None,
-                       None, hydra.group(1))
-    if not _NO_EXECUTABLE.search(text):
+                       f"{_where(pod, hydra.group(1))} ({hydra.group(3)})",
+                       _NOT_EXECUTABLE_FIX if hydra.group(3) == "Permission denied" else _NOT_FOUND_FIX,
+                       pod.name if pod else None, None, hydra.group(1))
+    if m := said.box(launch_log.BOX_EXEC_FAILED):
+        box = m.string
+        program = p.group(1) if (p := _APPLICATION.search(box)) else "the program"
+        host = h.group(1) if (h := _LOCAL_HOST.search(box)) else ""
+        error = e.group(1) if (e := _ERROR.search(box)) else "execve failed"
+        pod = _by_host(facts, host) if host else None
+        return Failure(names.FAILURE_COMMAND_NOT_FOUND, f"mpirun could not start the program {program!r} on "
+                       f"{_where(pod, host) if host else 'its hosts'} ({error})", _NOT_EXECUTABLE_FIX,
+                       pod.name if pod else None, None, host or None)
+    if not (m := said.box(launch_log.BOX_NOT_FOUND)):
         return None
-    program = m.group(1) if (m := _EXECUTABLE.search(text)) else "the program"
-    host = m.group(1) if (m := _NODE.search(text)) else ""
-    rank = int(m.group(1)) if (m := _FIRST_RANK.search(text)) else None
+    box = m.string
+    program = p.group(1) if (p := _EXECUTABLE.search(box)) else "the program"
+    host = h.group(1) if (h := _NODE.search(box)) else ""
+    rank = int(r.group(1)) if (r := _FIRST_RANK.search(box)) else None
     pod = _by_host(facts, host) if host else None
     at = f" for rank {rank}" if rank is not None else ""
     return Failure(names.FAILURE_COMMAND_NOT_FOUND, f"mpirun could not find the program {program!r} on "
@@ -299,16 +287,31 @@ def _executable(facts: Facts, text: str) -> Failure | None:
                    pod.name if pod else None, rank, host or None)
 
 
+# the fields of Open MPI's boxes, read from a box's collapsed text
+_EXECUTABLE = re.compile(r"Executable: (\S+)")
+_NODE = re.compile(r"Node: (\S+)")
+_FIRST_RANK = re.compile(r"first reported for process rank (\d+)")
+_APPLICATION = re.compile(r"Application name: (\S+)")
+_LOCAL_HOST = re.compile(r"Local host: (\S+)")
+_ERROR = re.compile(r"Error: (.+)$")
+_REMOTE_DAEMON = re.compile(r"Remote daemon: \S+ on node (\S+)")
 _NOT_FOUND_FIX = ("Check the spelling, and that the program is on the PATH of every pod (or give its full path); "
                   "mpirun takes the first word it does not know for the program, so a misspelt option looks like "
                   "this too.")
+_NOT_EXECUTABLE_FIX = ("The file is there but cannot be executed: make it executable (chmod +x) with a #! line, or "
+                       "name its interpreter first (python3 train.py).")
+_NCCL = re.compile(r"NCCL WARN|NCCL error|nccl\w*Error|NCCL communicator was aborted|"
+                   r"Watchdog caught collective operation timeout")
+_NCCL_TIMEOUT = re.compile(r"timeout|timed out", re.I)
+_NCCL_HOST = re.compile(r"^(\S+?):\d+:\d+ \[\d+\] ")  # NCCL's own prefix: host:pid:tid [cuda device]
 
 
-def _nccl(facts: Facts, text: str) -> Failure | None:
-    said = [ln for ln in facts.launcher_log if _NCCL.search(ln.text)]
-    if not said:
+def _nccl(facts: Facts, said: Said) -> Failure | None:
+    """NCCL's words are the ranks' own (NCCL is a library in the program), so any line counts."""
+    lines = [ln for ln in facts.launcher_log if _NCCL.search(ln.text)]
+    if not lines:
         return None
-    line = next((ln for ln in said if _NCCL_HOST.search(ln.text)), said[0])  # NCCL's own line names the host
+    line = next((ln for ln in lines if _NCCL_HOST.search(ln.text)), lines[0])  # NCCL's own line names the host
     m = _NCCL_HOST.search(line.text)
     host = m.group(1) if m else ""
     pod = _by_host(facts, host) if host else None
@@ -321,10 +324,10 @@ def _nccl(facts: Facts, text: str) -> Failure | None:
                    "names an interface the pods do not share.", pod.name if pod else None, line.rank, host or None)
 
 
-def _daemon_lost(facts: Facts, text: str) -> Failure | None:
-    if not _DAEMON_LOST.search(text):
+def _daemon_lost(facts: Facts, said: Said) -> Failure | None:
+    if not (m := said.box(launch_log.BOX_DAEMON_LOST)):
         return None
-    host = m.group(1) if (m := _REMOTE_DAEMON.search(text)) else ""
+    host = r.group(1) if (r := _REMOTE_DAEMON.search(m.string)) else ""
     node = _by_host(facts, host) if host else None
     return Failure(names.FAILURE_DAEMON_LOST, f"mpirun lost the Open MPI daemon on "
                    f"{_where(node, host) if host else 'a node'}",
@@ -333,13 +336,21 @@ def _daemon_lost(facts: Facts, text: str) -> Failure | None:
                    node.name if node else None, None, host or None)
 
 
-def _signaled(facts: Facts, text: str) -> Failure | None:
-    if not (m := _SIGNAL.search(text)):
+def _signaled(facts: Facts, said: Said) -> Failure | None:
+    if m := said.box(launch_log.BOX_SIGNAL):
+        rank, host, number, name = int(m.group(1)), m.group(2), int(m.group(3)), m.group(4)
+    elif (banner := said.hydra_banner()) and (s := launch_log.HYDRA_SIGNAL.search(banner)):
+        at = launch_log.HYDRA_RANK_AT.search(banner)
+        rank = int(at.group(1)) if at and at.group(1) else None
+        host = at.group(2) if at else ""
+        number, name = (int(s.group(1)), s.group(2)) if s.group(1) else (int(s.group(4)), s.group(3))
+    else:
         return None
-    rank, host, number, name = int(m.group(1)), m.group(2), int(m.group(3)), m.group(4)
-    pod = _by_host(facts, host)
-    return Failure(names.FAILURE_SIGNALED, f"rank {rank} on {_where(pod, host)} exited on signal {number} ({name})",
-                   _signal_fix(number, facts.job, rank), pod.name if pod else None, rank, host)
+    pod = _by_host(facts, host) if host else None
+    who = f"rank {rank}" if rank is not None else "a rank"
+    return Failure(names.FAILURE_SIGNALED, f"{who} on {_where(pod, host) if host else 'its host'} exited on signal "
+                   f"{number} ({name})", _signal_fix(number, facts.job, rank), pod.name if pod else None, rank,
+                   host or None)
 
 
 def _signal_fix(number: int, job: str, rank: int | None) -> str:
@@ -351,34 +362,40 @@ def _signal_fix(number: int, job: str, rank: int | None) -> str:
             f"{logs}.")
 
 
-def _exit_code(facts: Facts, text: str) -> Failure | None:
-    if not (m := _EXIT_CODE.search(text)):
+def _exit_code(facts: Facts, said: Said) -> Failure | None:
+    """A rank's non-zero exit as mpirun reports it: the program failed, whatever its last line says."""
+    if not (m := said.box(launch_log.BOX_EXIT_CODE)):
         return None
     rank, code, launcher = int(m.group(1)), int(m.group(2)), _launcher(facts)
-    said = next((ln.text for ln in reversed(facts.launcher_log) if ln.rank == rank and ln.text.strip()), "")
-    summary = f"rank {rank} exited with code {code}{_said(said)}; {_where(launcher)} exited with {_exit(launcher)}"
-    if code == 127 and _NOT_FOUND.search(said):
-        return Failure(names.FAILURE_COMMAND_NOT_FOUND, summary, _NOT_FOUND_FIX, launcher.name, rank, None)
+    summary = (f"rank {rank} exited with code {code}{_said(said.last_words(rank))}; {_where(launcher)} exited with "
+               f"{_exit(launcher)}")
     return Failure(names.FAILURE_PROGRAM, summary, f"Read what it printed: mpijob logs {facts.job} --rank {rank}.",
                    launcher.name, rank, None)
 
 
-_RULES: tuple[Callable[[Facts, str], Failure | None], ...] = (
+_RULES: tuple[Callable[[Facts, Said], Failure | None], ...] = (
     _ssh_refused, _unresolvable, _connection_refused, _slots, _executable, _nccl, _daemon_lost, _signaled, _exit_code)
 
 
 # -- the launcher's own command --------------------------------------------------------------------
 
+# The shell's and env's words for a command they could not run: 127 not found, 126 found but not executable.
+# Only the launcher's own: an exit code mpirun passed on from a rank (one that printed) is the program's.
+_NOT_FOUND_EXIT, _NOT_EXECUTABLE_EXIT = 127, 126
 
-def _launcher_exit(facts: Facts, launcher: PodFacts) -> Failure:
-    summary = f"{_where(launcher)} exited with {_exit(launcher)}{_said(launcher.last_line)}"
-    if launcher.exit_code == 127 or (not launcher.signal and _NOT_FOUND.search(launcher.last_line)):
-        return Failure(names.FAILURE_COMMAND_NOT_FOUND, summary, _NOT_FOUND_FIX, launcher.name, None, launcher.host)
+
+def _launcher_exit(facts: Facts, launcher: PodFacts, said: Said) -> Failure:
+    words = said.last_words() or launcher.last_line
+    summary = f"{_where(launcher)} exited with {_exit(launcher)}{_said(words)}"
     if launcher.signal:
         return Failure(names.FAILURE_SIGNALED, summary, _signal_fix(launcher.signal, facts.job, None), launcher.name,
                        None, launcher.host)
+    if not said.ranks_printed and launcher.exit_code in (_NOT_FOUND_EXIT, _NOT_EXECUTABLE_EXIT):
+        fix = _NOT_FOUND_FIX if launcher.exit_code == _NOT_FOUND_EXIT else _NOT_EXECUTABLE_FIX
+        return Failure(names.FAILURE_COMMAND_NOT_FOUND, summary, fix, launcher.name, None, launcher.host)
     return Failure(names.FAILURE_PROGRAM, summary, f"Read what it printed: mpijob logs {facts.job}.", launcher.name,
                    None, launcher.host)
+
 
 # -- the classes of a run past one of its bounds (api/bounds.py): built by api/bound_failures.py -------------
 
