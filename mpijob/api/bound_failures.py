@@ -44,7 +44,7 @@ def stalled(facts: Facts) -> Failure:
                    "lock, a file, input. Look at what the ranks wait for (py-spy dump, gdb -p), or, for a job that "
                    f"is quiet on purpose, give it longer (annotation {names.ANNOTATION_STALL_TIMEOUT}) or only a "
                    f"warning ({names.ANNOTATION_ON_STALL}: {names.ON_STALL_WARN}).", first.name,
-                   facts.idle_ranks[0] if facts.idle_ranks else None, first.host)
+                   min(facts.idle_ranks) if facts.idle_ranks else None, first.host)
 
 
 # mpirun's (ORTE, PRRTE) and Hydra's own report of a rank that ended badly: lines no rank printed
@@ -68,10 +68,24 @@ def launcher_hung(facts: Facts) -> Failure | None:
     return None
 
 
+ELSEWHERE = "it listens elsewhere than"  # how the runner's /proc reading (watchdog.not_listening) begins, when it is so
+
+
 def not_ready_why(found: Failure, facts: Facts) -> Failure:
-    """A node's failure to become ready, with what the runner could tell of why (`Facts.why`)."""
+    """A node's failure to become ready, with what the runner could tell of why (`Facts.why`), and the fix
+    that follows from it; a timeout's fix names the job's own bound too."""
     why = dict(facts.why).get(found.pod or "")
-    return replace(found, summary=f"{found.summary}: {why}") if why else found
+    if not why:
+        if found.reason == names.FAILURE_SSHD_NOT_READY and facts.starting and facts.ready_timeout:
+            return replace(found, fix=f"{found.fix} For one job or runtime: annotation "
+                                      f"{names.ANNOTATION_READY_TIMEOUT} (e.g. \"5m\").")
+        return found
+    fix = found.fix
+    if why.startswith(ELSEWHERE):
+        fix = ("mpirun reaches every node's sshd on port 2222, where the job's key is accepted: start sshd as the "
+               "node's command itself (/usr/sbin/sshd -De, as MPI Operator's examples do: the local cluster then "
+               "runs it on 2222 with the job's key), not on another port or behind a shell.")
+    return replace(found, summary=f"{found.summary}: {why}", fix=fix)
 
 
 def _ranks(ranks: list[int] | tuple[int, ...]) -> str:

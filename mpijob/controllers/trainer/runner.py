@@ -495,6 +495,11 @@ class JobRunner:
                 pods.set_terminated(self.store, ns, name, exit, None, f"stopped because the TrainJob failed: {outcome.message}")
             else:
                 pods.set_terminated(self.store, ns, name, exit)
+        if not outcome.succeeded and not self.stopped:  # what never started (a launcher whose nodes were never
+            started = {k.pod for k in self.procs}       # ready) is not left Pending as if it still might
+            for pod in self.plan.pods:
+                if pod.name not in started:
+                    self._not_started(pod.name, f"not started: the job failed first: {outcome.message}")
         for name, cgroup in self.cgroups.items():
             if used := cgroup.usage():  # what the pod used, for the job's history, before its cgroup goes
                 self.usage[name] = used
@@ -502,6 +507,14 @@ class JobRunner:
         if self.network:
             await self.network.close()
             self.network = None
+
+    def _not_started(self, name: str, message: str) -> None:
+        """A pod of a failed run that never started ends `Failed` without a start, as a pod its Job gave up on."""
+        pod = self.store.try_get(PODS, self.plan.namespace, name)
+        if pod is None or (pod.get("status") or {}).get("phase", "Pending") != "Pending":
+            return
+        pod.setdefault("status", {}).update(phase="Failed", message=message)
+        self.store.update(PODS, pod, status=True)
 
     def _check_stop(self) -> None:
         if self.stopped:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mpijob.api.bound_failures import ELSEWHERE
 from mpijob.api.bounds import Bounds
 from mpijob.api.mpi_output import parse_rank_field
 from mpijob.controllers.kubelet.cgroups import PodCgroup
@@ -336,4 +337,4 @@ def not_listening(roots: Iterable[int], port: int) -> str:
     if any(p == port for p, _ in sockets):
         return ""  # listening where it should: what it answered, or refused, says why
     said = ", ".join(f"{program} on port {p}" for p, program in sockets)
-    return f"it listens elsewhere than the probe's port {port}: {said}"
+    return f"{ELSEWHERE} the probe's port {port}: {said}"
