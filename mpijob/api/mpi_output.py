@@ -75,7 +75,7 @@ class Rejoin(Generic[P]):
     `rank` and `text`; the joined line keeps the fields of the piece that ended it."""
 
     def __init__(self) -> None:
-        self._open: dict[int, P] = {}
+        self._open: dict[int, list[P]] = {}  # each rank's pieces of its unfinished line, joined once it ends
 
     def __bool__(self) -> bool:
         """Whether some rank's line is unfinished."""
@@ -86,20 +86,27 @@ class Rejoin(Generic[P]):
         out = []
         for i, piece in enumerate(pieces):
             if piece.rank is not None:
+                if i < len(pieces) - 1:
+                    self._open.setdefault(piece.rank, []).append(piece)
+                    continue
                 head = self._open.pop(piece.rank, None)
                 if head is not None:
-                    piece = replace(piece, text=head.text + piece.text)  # type: ignore[type-var]
-                if i < len(pieces) - 1:
-                    self._open[piece.rank] = piece
-                    continue
+                    piece = _joined(head + [piece])
             out.append(piece)
         return out
 
     def flush(self) -> list[P]:
         """At the end of the output: what ranks printed without a final newline."""
-        out = list(self._open.values())
+        out = [_joined(parts) for parts in self._open.values()]
         self._open.clear()
         return out
+
+
+def _joined(parts: list[P]) -> P:
+    """One line from a rank's pieces, with the fields of the last: joined once, so a line Open MPI
+    forwarded in 256 chunks (1 MiB) costs one copy, not 256 growing ones."""
+    last = parts[-1]
+    return replace(last, text=last.text[:0].join(p.text for p in parts))  # type: ignore[type-var]
 
 
 class LauncherOutput:

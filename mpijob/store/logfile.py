@@ -27,17 +27,21 @@ class LogWriter:
 
     def __init__(self, path: Path, mpi: LauncherOutput | None = None) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self._partial = b""
+        self._partial: list[bytes] = []  # the unfinished line's reads, joined once its newline comes
         self._mpi = mpi
 
     def write(self, data: bytes) -> None:
-        data = self._partial + data
-        *lines, self._partial = data.split(b"\n")
+        if b"\n" not in data:  # a long line arriving read by read: kept, not copied again each read
+            self._partial.append(data)
+            return
+        *lines, rest = b"".join([*self._partial, data]).split(b"\n")
+        self._partial = [rest] if rest else []
         self._append(lines)
 
     def close(self) -> None:
-        self._append([self._partial] if self._partial else [], final=True)
-        self._partial = b""
+        partial = b"".join(self._partial)
+        self._append([partial] if partial else [], final=True)
+        self._partial = []
         os.close(self._fd)
 
     def _append(self, lines: list[bytes], final: bool = False) -> None:

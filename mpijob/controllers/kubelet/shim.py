@@ -22,10 +22,11 @@ import contextlib
 import fcntl
 import json
 import os
-import selectors
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -37,6 +38,13 @@ from mpijob.store.logfile import LogWriter
 SPEC, STATE, EXIT = "spec.json", "state.json", "exit.json"
 ERRORS = "errors"  # what went wrong in the supervisor itself once its pod started (its stderr)
 PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size: a burst of output waits in the kernel, not in mpirun
+# A pod's output pipes: written by any user of the pod (`echo x > /dev/stderr` reopens the pipe, as a
+# container's FIFO allows), read by the supervisor alone
+PIPE_MODE = 0o622
+# How often a launcher's output pipes are made blocking again (`_hold_blocking`), seconds
+BLOCKING_CHECK = 0.05
+READ_SIZE = PIPE_SIZE  # one read empties a full pipe
+QUEUED_READS = 64  # reads waiting to be stored (at most 64 MiB); past that, the pod's writes wait
 ORPHANED = 10.0  # seconds a node pod outlives its launcher's end before it stops itself (a server does it in 2)
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")  # a new one each boot: a pod of an earlier boot is gone
 
@@ -67,7 +75,23 @@ def _pipe() -> tuple[int, int]:
         fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
     except OSError:
         pass
+    os.fchmod(w, PIPE_MODE)
     return r, w
+
+
+def _hold_blocking(ends: list[int]) -> None:
+    """Clear O_NONBLOCK on the write ends of a launcher's output pipes, which the pod's processes share.
+
+    ssh sets it on its stdout and stderr when its session opens, and those are mpirun's: ssh inherits them.
+    Open MPI 4.1's mpirun then keeps in memory what the pipe cannot take at once and, when the job ends,
+    tries each held chunk once more and drops the rest (`iof_hnp.c`, `finalize`): a job that printed
+    faster than its log was stored lost the tail of it, exit code 0. Blocking, mpirun's writes wait for
+    room, as they do when nothing has set the flag (a bare `mpirun`, a terminal). ssh sets it once per
+    session, at wire-up, before any rank runs, so clearing it every BLOCKING_CHECK keeps it cleared."""
+    for fd in ends:
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        if flags & os.O_NONBLOCK:
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
 
 
 def _end_if_orphaned(pod: subprocess.Popen[bytes], launcher_exit: Path) -> None:
@@ -91,6 +115,7 @@ def run(state_dir: Path, token: str) -> int:
         # The pod's fate is the pod's: only SIGKILL ends its supervisor. Handled, not ignored: an ignored
         # signal would stay ignored in the pod's programs, a handled one is theirs again after exec.
         signal.signal(sig, lambda signum, frame: None)
+    mpi = spec.get("mpi")
     pipes = [_pipe(), _pipe()]
     try:
         pod = subprocess.Popen(spec["argv"], stdin=subprocess.DEVNULL, stdout=pipes[0][1], stderr=pipes[1][1],
@@ -98,8 +123,10 @@ def run(state_dir: Path, token: str) -> int:
     except OSError as e:
         _answer(f"{token} ! {e}")
         return 1
+    held = [w for _, w in pipes] if mpi is not None else []  # a launcher's, kept until it exits (_hold_blocking)
     for _, w in pipes:
-        os.close(w)
+        if w not in held:
+            os.close(w)
     write_atomically(state_dir / STATE, {"shim": os.getpid(), "shim_start": start_time(os.getpid()),
                                          "pid": pod.pid, "boot_id": boot_id()})
     _answer(f"{token} {pod.pid}")
@@ -108,28 +135,54 @@ def run(state_dir: Path, token: str) -> int:
     for fd, to in ((0, devnull), (1, devnull), (2, errors)):
         os.dup2(to, fd)
 
-    mpi = spec.get("mpi")
-    sel = selectors.DefaultSelector()
-    for r, _ in pipes:  # one writer per stream: each keeps its own partial line (and each rank's)
-        writer = LogWriter(Path(spec["log"]), LauncherOutput(**mpi) if mpi is not None else None)
-        sel.register(r, selectors.EVENT_READ, writer)
-    ends_with = Path(spec["ends_with"]) if spec.get("ends_with") else None
-    while sel.get_map():
-        if ends_with:
-            _end_if_orphaned(pod, ends_with)
-        for key, _ in sel.select(timeout=1.0 if ends_with else None):
-            chunk = os.read(key.fd, 65536)
-            if chunk:
-                key.data.write(chunk)
-            else:
-                sel.unregister(key.fd)
-                os.close(key.fd)
-                key.data.close()
+    writers = [LogWriter(Path(spec["log"]), LauncherOutput(**mpi) if mpi is not None else None) for _ in pipes]
+    _store_output([r for r, _ in pipes], writers, pod, held,
+                  Path(spec["ends_with"]) if spec.get("ends_with") else None)
     code = pod.wait()
     cgroup = spec.get("cgroup")
     oom = oom_kills(Path(cgroup["path"]), cgroup["version"]) if cgroup else 0
     write_atomically(state_dir / EXIT, {"returncode": code, "oom_kills": oom})
     return 0
+
+
+def _drain(fd: int, writer: LogWriter, into: queue.Queue[tuple[LogWriter, bytes]]) -> None:
+    """Read one stream of the pod into `into` as fast as it comes, `b""` at its end (then closed)."""
+    try:
+        while chunk := os.read(fd, READ_SIZE):
+            into.put((writer, chunk))
+    finally:
+        os.close(fd)
+        into.put((writer, b""))
+
+
+def _store_output(fds: list[int], writers: list[LogWriter], pod: subprocess.Popen[bytes], held: list[int],
+                  ends_with: Path | None) -> None:
+    """Store the pod's streams until each has ended. A thread per stream only reads, so a pipe is emptied
+    as fast as the pod fills it, whatever storing the lines costs (ranks read from tags, each line
+    stamped); this thread stores them. mpirun never finds its stdout full for long: Open MPI 4.1's
+    drops what it still holds when the job ends and its stdout takes less than it writes."""
+    chunks: queue.Queue[tuple[LogWriter, bytes]] = queue.Queue(maxsize=QUEUED_READS)
+    for fd, writer in zip(fds, writers):
+        threading.Thread(target=_drain, args=(fd, writer, chunks), daemon=True).start()
+    streams = len(fds)
+    while streams:
+        if ends_with:
+            _end_if_orphaned(pod, ends_with)
+        if held:
+            _hold_blocking(held)
+            if pod.poll() is not None:  # its own copies are what tells the read loop the pod's output ended
+                for w in held:
+                    os.close(w)
+                held = []
+        try:
+            writer, chunk = chunks.get(timeout=BLOCKING_CHECK if held else 1.0 if ends_with else None)
+        except queue.Empty:
+            continue
+        if chunk:
+            writer.write(chunk)
+        else:
+            writer.close()
+            streams -= 1
 
 
 def failure(state_dir: Path) -> str:
