@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import AnyStr, Generic, Protocol, TypeVar
 
+from mpijob.api.mpi_impl import launcher_noise
+
 TAG = re.compile(r"\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>:")
 _TAGS = {str: TAG, bytes: re.compile(TAG.pattern.encode())}
 RANKS_HEADER = "X-Mpijob-Log-Ranks"  # request "true": each line's rank beside it; the response echoes it
@@ -121,6 +123,8 @@ class LauncherOutput:
         self._join: Rejoin[Piece[bytes]] = Rejoin()
 
     def feed(self, line: bytes) -> list[bytes]:
+        if launcher_noise(line):  # mpirun's own harmless warning that a busy machine causes (mpi_impl.py)
+            return []
         if self.hydra:
             tag = HYDRA_TAG.match(line)
             if tag is None:

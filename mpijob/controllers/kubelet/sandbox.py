@@ -6,7 +6,7 @@ Two modes, chosen once per server (`mpijob server status` shows which):
   own network namespace (`network.py`). Inside it the pod sees, like a container, its own empty `/run`
   (with sshd's `/run/sshd`) and `/dev/shm`, its own `/etc/hosts` (Trainer's host names → the job's pod
   addresses), `/etc/passwd` with the job
-  user, `/etc/ssh/ssh_config`, `/etc/mpi/hostfile` (launcher), the job key at `sshAuthMountPath`, its
+  user, its own `/proc`, `/etc/ssh/ssh_config`, `/etc/mpi/hostfile` (launcher), the job key at `sshAuthMountPath`, its
   ServiceAccount's token, namespace and the cluster CA at `/var/run/secrets/kubernetes.io/serviceaccount`
   (unless it does not automount them), Trainer's status token and CA at `/var/run/secrets/kubeflow/trainer`
   (`trainer_status.py`) and a private writable home, then drops to `runAsUser`. PID 1 of
@@ -43,6 +43,7 @@ from mpijob.controllers.kubelet import mpi_installs
 NAMESPACE, PROCESS = "namespace", "process"
 SSH_PORT = 2222
 ACCEPTED = "mpijob-key-accepted"
+PROBE_SUBSYSTEM = "mpijob-probe"  # a subsystem no sshd has: the probe's request, refused without a process
 SSHD = shutil.which("sshd", path="/usr/sbin:/usr/bin:/sbin:/bin") or "/usr/sbin/sshd"
 STAGE = Path("/run/mpijob-stage")  # mount point for the _reachable() staging binds, in the pod's own /run
 # What Debian's sshd needs and only its service unit creates (tmpfiles.d): the privilege separation
@@ -72,6 +73,11 @@ PRIVATE_SESSION_MCA = {
     "OMPI_MCA_orte_tmpdir_base": "/dev/shm",
     "PRTE_MCA_prte_tmpdir_base": "/dev/shm",
 }
+# In the process sandbox, the same two in the pod's own directory (`process_session_mca`): Open MPI 4 keeps
+# every process's session directory under one `<base>/ompi.<host>.<uid>` and removes it when it empties, so
+# pods of other jobs sharing the machine's /tmp raced it: a daemon that found it gone as it made its own
+# exited after daemonizing, unseen, and its mpirun waited for it for ever (11 of 300 jobs under load).
+SESSION_DIR = "tmp"  # in the pod's directory, in the process sandbox
 # In the process sandbox pods have no network of their own: MPI traffic stays on the host's loopback.
 LOOPBACK_MCA = {
     "OMPI_MCA_btl_tcp_if_include": "lo",
@@ -132,6 +138,11 @@ def check_mode(mode: str, home: Path) -> None:
         raise RuntimeError(
             f"uid {os.geteuid()} has no entry in /etc/passwd, so the process sandbox's sshd cannot log it in; "
             "add the user (useradd), or run the server as root for the namespace sandbox") from None
+
+
+def process_session_mca(pod_dir: Path) -> dict[str, str]:
+    """A process-sandbox pod's MPI session directories: in its own directory, not the machine's /tmp."""
+    return {name: str(pod_dir / SESSION_DIR) for name in PRIVATE_SESSION_MCA}
 
 
 def pod_path(mpi: Path | None = None) -> str:
@@ -362,6 +373,9 @@ class JobFiles:
             "mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run",
             f"mkdir -m 0755 {PRIVSEP_DIR}",
             "mkdir -p /dev/shm && mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm",
+            # the pod's own PID namespace's /proc, as a container has: a process that asks /proc about
+            # itself by its PID (hwloc, which Intel MPI's Hydra uses) finds itself, not a host process
+            "mount -t proc -o nosuid,nodev,noexec proc /proc",
         ]
         if resolver := _resolver_under_run():
             real = shlex.quote(str(resolver))
@@ -413,14 +427,23 @@ class JobFiles:
         return [SSHD, "-D", "-e", "-f", str(self.pod_dir(pod) / "sshd_config")]
 
     def ssh_probe(self, ip: str, user: User) -> list[str]:
-        """An ssh login with the job key that prints ACCEPTED once authenticated and opens no session
-        (a session costs the node a fork and a shell): proof that this node accepts the job's key."""
-        return [
+        """An ssh login with the job key that prints ACCEPTED once authenticated and the connection has
+        ended: proof that this node accepts the job's key.
+
+        It starts no process on the node (a session costs a fork and a shell): it asks for a subsystem
+        sshd does not have, which sshd refuses in-process, and ssh then exits by itself. Killed as soon as
+        authenticated instead (as with `-N`), the connection was often gone before sshd sent the client
+        its post-login DEBUG message, and sshd died printing `ssh_packet_send_debug: send DEBUG: Broken
+        pipe` into the node pod's log, a line no program wrote. ACCEPTED comes from ssh's LocalCommand,
+        which runs only after a successful login, and is passed on only once ssh has exited."""
+        ssh = [
             "ssh", "-F", str(self.ssh_config), "-i", str(self.keys / "id_rsa"),
             "-o", "ConnectTimeout=2", "-o", "IdentitiesOnly=yes", "-o", "KexAlgorithms=curve25519-sha256",
             "-o", "PermitLocalCommand=yes", "-o", f"LocalCommand=echo {ACCEPTED}",
-            "-N", "-l", user.name, "-p", str(SSH_PORT), ip,
+            "-s", "-l", user.name, "-p", str(SSH_PORT), ip, PROBE_SUBSYSTEM,
         ]
+        relay = f'said=$("$@" 2>/dev/null); [ "$said" = {ACCEPTED} ] && echo "$said"'
+        return ["/bin/sh", "-c", relay, "ssh-probe", *ssh]
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
