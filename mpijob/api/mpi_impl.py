@@ -17,12 +17,14 @@ from mpijob.api.errors import Cause
 from mpijob.api.schema import show
 
 ANNOTATION_FIELD = f"metadata.annotations[{names.ANNOTATION_MPI_IMPLEMENTATION}]"
-# Hydra (MPICH, Intel MPI) has no variable for `-prepend-rank`; it reads default options from a file:
+# Hydra (MPICH, Intel MPI) has no variable for its rank tags; it reads default options from a file:
 # MPICH the one HYDRA_CONFIG_FILE names, Intel MPI `~/.mpiexec.conf`. The local cluster writes that file
-# into the launcher's private home so each output line says its rank (`mpi_output.py`).
+# into the launcher's private home so each chunk Hydra forwards says its rank (`mpi_output.py`). Hydra
+# tags chunks, not lines, so a line can hold several tags: the pattern is Open MPI's tag, not
+# `-prepend-rank`'s `[3] `, which a program's own text (`x[3] = 1`) holds too often to be read mid-line.
 HYDRA_CONFIG_VARIABLE = "HYDRA_CONFIG_FILE"
 HYDRA_CONFIG_FILE = ".mpiexec.conf"
-HYDRA_CONFIG = "-prepend-rank\n"
+HYDRA_CONFIG = "-prepend-pattern [1,%r]<stdout>:\n"
 # Every implementation's launchers and daemons, by program name: Open MPI 4 (ORTE), Open MPI 5 (PRRTE),
 # Hydra (MPICH, Intel MPI). They pass signals on their own terms (an aborting job's ranks get SIGKILL), so
 # a pod stopped gracefully signals the ranks below them (controllers/kubelet/workload.py).

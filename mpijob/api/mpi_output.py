@@ -10,9 +10,10 @@ A real API server ignores the header and answers plain lines: tags there are the
 `untag`. Tags are in-band: a program that prints text shaped exactly like one (`[1,3]<stdout>:`) has it
 read as a tag.
 
-Hydra (MPICH, Intel MPI) has `-prepend-rank` instead, which the local cluster turns on from a config file
-(`api/mpi_impl.py`): `[3] ` before each line of rank 3. Only a line's start is read for it, so a line two
-ranks wrote into (one without a newline) counts as the first rank's.
+Hydra (MPICH, Intel MPI) tags what it forwards with the pattern the local cluster gives it in a config
+file (`api/mpi_impl.py`): Open MPI's tag, read the same way. A user who asked for Hydra's `-prepend-rank`
+gets `[3] ` before each chunk of rank 3 instead; only a line's start is read for it, so a line two ranks
+wrote into (one without a newline) counts as the first rank's.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ class LauncherOutput:
     def feed(self, line: bytes) -> list[bytes]:
         if launcher_noise(line):  # mpirun's own harmless warning that a busy machine causes (mpi_impl.py)
             return []
-        if self.hydra:
+        if self.hydra and self.keep_tags:  # the user's own `-prepend-rank`
             tag = HYDRA_TAG.match(line)
             if tag is None:
                 return [self._NO_RANK + line]

@@ -81,7 +81,7 @@ def test_the_process_sandbox_points_each_mpi_at_the_jobs_files():
 
 def test_hydra_launchers_get_a_config_that_tags_ranks_and_mpich_is_pointed_at_it():
     content, env = mpi_impl.IMPLEMENTATIONS[names.MPI_MPICH].launcher_config("/home/u")
-    assert content.split() == ["-prepend-rank"]
+    assert content.split() == ["-prepend-pattern", "[1,%r]<stdout>:"]  # Open MPI's tag: read mid-line too
     assert env == {mpi_impl.HYDRA_CONFIG_VARIABLE: f"/home/u/{mpi_impl.HYDRA_CONFIG_FILE}"}
     assert mpi_impl.IMPLEMENTATIONS[names.MPI_INTEL].launcher_config("/home/u") == (content, {})  # ~/.mpiexec.conf
     assert mpi_impl.IMPLEMENTATIONS[names.OPEN_MPI].launcher_config("/home/u") == ("", {})
@@ -111,13 +111,13 @@ def test_another_mpi_in_the_spec_is_refused_and_pointed_to_the_annotation(value:
         assert f'{names.ANNOTATION_MPI_IMPLEMENTATION}: "MPICH"' in cause.message
 
 
-def test_hydra_rank_tags_are_read_at_a_lines_start_and_removed():
-    out = LauncherOutput(keep_tags=False, hydra=True)
-    assert out.feed(b"[12] hello [3] x\n") == [b"12 hello [3] x\n"]
-    assert out.feed(b"no tag\n") == [b"- no tag\n"]
-    assert out.feed(b"[1,2]<stdout>:open mpi's\n") == [b"- [1,2]<stdout>:open mpi's\n"]  # not Hydra's: kept
-    kept = LauncherOutput(keep_tags=True, hydra=True)
+def test_hydra_rank_tags_are_read_and_removed():
+    out = LauncherOutput(keep_tags=False, hydra=True)  # the cluster's pattern, Open MPI's tag, on every chunk
+    assert out.feed(b"[1,12]<stdout>:hello [3] x[1,12]<stdout>: and on") == [b"12 hello [3] x and on"]
+    assert out.feed(b"no tag") == [b"- no tag"]
+    kept = LauncherOutput(keep_tags=True, hydra=True)  # the user's own -prepend-rank: read at a line's start
     assert kept.feed(b"[0] hi\n") == [b"0 [0] hi\n"]
+    assert kept.feed(b"[1,2]<stdout>:open mpi's\n") == [b"- [1,2]<stdout>:open mpi's\n"]  # not Hydra's: kept
 
 
 def test_a_user_asking_hydra_for_rank_tags_keeps_them():
