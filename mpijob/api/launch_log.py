@@ -42,6 +42,7 @@ class Line:
 
 _RULE = re.compile(r"\s*-{20,}\s*")  # a rule of Open MPI's help box: 74 dashes (ORTE, PRRTE), 60 (some of PRRTE's)
 _DIAGNOSTIC = re.compile(r"\[[^\]\s]+:\d+\] ")  # ORTE's and PRRTE's own notes: `[host:pid] ...`
+_HYDRA_PREFIX = re.compile(r"\[mpiexec@\S+\] |=+\s*$|=\s{3}")  # mpiexec's own lines, its banner's
 _HYDRA_BANNER = re.compile(r"=\s+BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\s*")
 _HYDRA_BANNER_LINES = 10  # the banner, its closing rule and MPICH's "EXIT STRING" line after it
 
@@ -49,7 +50,7 @@ _HYDRA_BANNER_LINES = 10  # the banner, its closing rule and MPICH's "EXIT STRIN
 SSH_REFUSED_KEY = re.compile(r"(?:\S+@)?(\S+?): Permission denied \(publickey[^)]*\)\.?")
 SSH_UNRESOLVABLE = re.compile(r"ssh: Could not resolve hostname (\S+?): (.+)")
 SSH_CONNECTION_REFUSED = re.compile(r"ssh: connect to host (\S+) port (\d+): Connection refused")
-# -- the MPI launcher saying a daemon did not start (what must follow ssh's line) --------------------
+# -- the MPI launcher saying a daemon did not start (what must come with ssh's line) ------------------
 _DAEMONS_NOT_STARTED_BOX = re.compile(r"ORTE was unable to reliably start one or more daemons|"
                                       r"A daemon failed to report back after being spawned")
 _DAEMONS_NOT_STARTED_HYDRA = re.compile(r"\[mpiexec@\S+\] (?:.*: Launch proxy failed\.|Error: Unable to run "
@@ -110,6 +111,7 @@ class Said:
 
     @property
     def ranks_printed(self) -> bool:
+        """Whether any line came from a rank: then mpirun ran ranks, and an exit code it passes on is theirs."""
         return any(ln.rank is not None for ln in self.lines)
 
     def hydra_banner(self) -> str:
@@ -156,8 +158,6 @@ def read(lines: Sequence[Line], implementation: str = "") -> Said:
     known = mpi_impl.IMPLEMENTATIONS.get(implementation)
     return Said(tuple(lines), untagged, tuple(boxes[::-1]), tuple(loose[::-1]), known.hydra if known else None)
 
-
-_HYDRA_PREFIX = re.compile(r"\[mpiexec@\S+\] |=+\s*$|=\s{3}")  # mpiexec's own lines, its banner's
 
 
 def _collapse(lines: Sequence[str]) -> str:
