@@ -226,14 +226,19 @@ def _ssh_refused(facts: Facts, said: Said) -> Failure | None:
 
 
 def _unresolvable(facts: Facts, said: Said) -> Failure | None:
-    if not (m := said.line(launch_log.SSH_UNRESOLVABLE)) or not said.daemons_not_started:
+    if (m := said.line(launch_log.SSH_UNRESOLVABLE)) and said.daemons_not_started:
+        host, why = m.group(1), f"ssh: {m.group(2).strip()}"
+    elif (m := said.hydra_line(launch_log.INTEL_PROXY_NOT_STARTED)) and _by_host(facts, m.group(1)) is None:
+        # Intel MPI keeps ssh's words to itself: its own line names the host, the job's pods say it is none of theirs
+        host, why = m.group(1), f"Intel MPI: Unable to run bstrap_proxy on {m.group(1)}"
+    else:
         return None
     launcher = _launcher(facts)
-    return Failure(names.FAILURE_HOST_UNRESOLVABLE, f"mpirun on {_where(launcher)} was given host {m.group(1)}, "
-                   f"which is not a pod of this job (ssh: {m.group(2).strip()})",
+    return Failure(names.FAILURE_HOST_UNRESOLVABLE, f"mpirun on {_where(launcher)} was given host {host}, "
+                   f"which is not a pod of this job ({why})",
                    "Let mpirun use the hostfile Trainer writes (/etc/mpi/hostfile, its default): it names the job's "
                    "own pods. A hand-written --host or --hostfile, or another job's host name, does not resolve in "
-                   "this job's network.", launcher.name, None, m.group(1))
+                   "this job's network.", launcher.name, None, host)
 
 
 def _connection_refused(facts: Facts, said: Said) -> Failure | None:

@@ -55,6 +55,8 @@ _DAEMONS_NOT_STARTED_BOX = re.compile(r"ORTE was unable to reliably start one or
                                       r"A daemon failed to report back after being spawned")
 _DAEMONS_NOT_STARTED_HYDRA = re.compile(r"\[mpiexec@\S+\] (?:.*: Launch proxy failed\.|Error: Unable to run "
                                         r"bstrap_proxy on \S+.*|Error setting up the bootstrap proxies)")
+# Intel MPI's mpiexec, which keeps ssh's own words to itself, on a host where its proxy never started
+INTEL_PROXY_NOT_STARTED = re.compile(r"\[mpiexec@\S+\] Error: Unable to run bstrap_proxy on (\S+) .*")
 # -- Open MPI's boxes: the first words of the box ----------------------------------------------------
 BOX_SLOTS = re.compile(r"There are not enough slots available in the system to satisfy the (\d+) slots")
 BOX_NOT_FOUND = re.compile(r"\S+ was unable to (?:find the specified executable file|launch the specified "

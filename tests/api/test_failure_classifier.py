@@ -72,6 +72,22 @@ def test_unknown_host_is_not_a_pod_of_the_job() -> None:
     assert "Temporary failure in name resolution" in found.summary
 
 
+def test_a_host_intel_mpi_could_not_start_its_proxy_on() -> None:
+    """Intel MPI keeps ssh's words to itself; its own line names the host, and a host that is none of the
+    job's pods is the class's. A pod of the job it could not reach says nothing more: the program's class."""
+    line = ("[mpiexec@j-launcher-0-0] Error: Unable to run bstrap_proxy on {} (pid 42, exit code 65280)")
+    after = ["[mpiexec@j-launcher-0-0] Error setting up the bootstrap proxies", "[mpiexec@j-launcher-0-0] Possible "
+             "reasons:", "IPL WARN> IPL_init_numa_nodes: can not define numa node num"]
+    launcher = PodFacts(LAUNCHER.name, LAUNCHER.host, True, 255)
+    found = classify(facts(line.format("x-node-0-7.x"), *after, launcher=launcher, implementation=names.MPI_INTEL))
+    assert (found.reason, found.host) == (names.FAILURE_HOST_UNRESOLVABLE, "x-node-0-7.x")
+    assert "(Intel MPI: Unable to run bstrap_proxy on x-node-0-7.x)" in found.summary
+    own = classify(facts(line.format("j-node-0-1.j"), *after, launcher=launcher, implementation=names.MPI_INTEL))
+    assert own.reason == names.FAILURE_PROGRAM
+    printed = classify(facts((0, line.format("x-node-0-7.x")), launcher=launcher, implementation=names.MPI_INTEL))
+    assert printed.reason == names.FAILURE_PROGRAM
+
+
 def test_a_node_before_it_was_ready() -> None:
     exited = PodFacts(NODE.name, NODE.host, exit_code=255,
                       last_line="Missing privilege separation directory: /run/sshd")

@@ -4,7 +4,8 @@ Real jobs whose programs print every launch error's wording themselves and exit 
 Open MPI 4 (tagged), Open MPI 5 (untagged) and MPICH, and as the launcher's own command, each fail as
 `ProgramFailed` with their exit code and last line; so does `ls /x`, under mpirun and alone. The launcher's
 own command not found (127) or not executable (126) is `CommandNotFound`; a rank really signalled is
-`RankKilledBySignal` from Open MPI 5's and Hydra's own reports. All jobs run at once on the
+`RankKilledBySignal` from Open MPI 5's and Hydra's own reports, and a host Intel MPI could not reach that is
+no pod of the job is `HostNotResolvable` from Intel MPI's own line. All jobs run at once on the
 session's server; the true positives of every launch class stay in test_failure_classes.py."""
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ SAY = "printf '%s\\n' " + " ".join(shlex.quote(w) for w in WORDS) + " >&2"
 # rank 1 says it all and exits 3; rank 0 waits a little, so rank 1's is the first non-zero exit
 RANK_1_SAYS = f'r=${{OMPI_COMM_WORLD_RANK:-$PMI_RANK}}; if [ "$r" = 1 ]; then {SAY}; exit 3; fi; sleep 5'
 RANK_1_SEGV = 'r=${OMPI_COMM_WORLD_RANK:-$PMI_RANK}; if [ "$r" = 1 ]; then kill -SEGV $$; fi; sleep 5'
-OPEN_MPI_5, MPICH = "fp-openmpi5", "fp-mpich"
-IMPLEMENTATIONS = {OPEN_MPI_5: names.MPI_OPEN_MPI_5, MPICH: names.MPI_MPICH}
+OPEN_MPI_5, MPICH, INTEL = "fp-openmpi5", "fp-mpich", "fp-intel"
+IMPLEMENTATIONS = {OPEN_MPI_5: names.MPI_OPEN_MPI_5, MPICH: names.MPI_MPICH, INTEL: names.MPI_INTEL}
 # name: (command, runtime, the class, what its message must say)
 JOBS: dict[str, tuple[list[str], str, str, list[str]]] = {
     # Open MPI 4 tags every rank's line: each is the program's
@@ -69,6 +70,9 @@ JOBS: dict[str, tuple[list[str], str, str, list[str]]] = {
                    ["signal 11", "crashed"]),
     "fp-signal-mpich": (["mpirun", "bash", "-c", RANK_1_SEGV], MPICH, names.FAILURE_SIGNALED,
                         ["exited on signal 11 (Segmentation fault)"]),
+    # Intel MPI keeps ssh's words to itself; its own names the host, which is no pod of the job
+    "fp-dns-intel": (["bash", "-c", 'echo "fp-node-0-7.fp:1" > /tmp/fp-dns-$$; mpirun -f /tmp/fp-dns-$$ -n 1 hostname'],
+                     INTEL, names.FAILURE_HOST_UNRESOLVABLE, ["was given host fp-node-0-7.fp, which is not a pod"]),
     # the launcher's own command that could not be run: the shell's 127 and 126
     "fp-127": (["bash", "-c", "no-such-launcher-fp"], "mpi-distributed", names.FAILURE_COMMAND_NOT_FOUND,
                ["exited with code 127", "no-such-launcher-fp: command not found", "Check the spelling"]),
@@ -124,8 +128,8 @@ def test_each_class_is_earned(failed: dict[str, dict[str, Any]], name: str) -> N
 def test_the_exit_code_is_the_launchers(failed: dict[str, dict[str, Any]]) -> None:
     """The code each message names is the one the launcher pod's status reports: nothing made up."""
     for name, found in failed.items():
-        if JOBS[name][2] == names.FAILURE_SIGNALED:
-            continue  # named by the rank's signal, not by an exit code
+        if JOBS[name][2] not in (names.FAILURE_PROGRAM, names.FAILURE_COMMAND_NOT_FOUND):
+            continue  # named by a signal or a host, not by an exit code
         state = found["launcher"]["status"]["containerStatuses"][0]["state"]["terminated"]
         codes = {int(c) for c in re.findall(r"exited with code (\d+)", found["failed"]["message"])}
         assert state["exitCode"] in codes, (name, state, found["failed"]["message"])
