@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+from datetime import datetime
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -216,3 +217,25 @@ def test_a_missing_install_is_refused_at_admission_and_fails_a_job_that_starts_w
         failed = condition(tj, "Failed")
         assert failed and failed["message"].startswith(names.FAILURE_MPI_NOT_INSTALLED), tj.get("status")
         assert str(installs / "mpich") in failed["message"] and "make setup" in failed["message"]
+
+
+@pytest.mark.parametrize("impl", [names.MPI_MPICH, names.MPI_INTEL])
+def test_a_hydra_rank_that_exits_non_zero_ends_the_job_at_once_with_its_code(impl: str, api: httpx.Client,
+                                                                            annotated: None) -> None:
+    """Hydra waits for every rank after one exits non-zero (it ends a job early only for a rank killed by a
+    signal); the local cluster ends it, as Open MPI would, failed with that rank's code and name
+    (controllers/trainer/rank_exits.py). The sleeping ranks' later line never comes."""
+    name = f"impl-fail-{impl.lower()}"
+    program = 'if [ "$PMI_RANK" = 1 ]; then sleep 1; echo "rank 1 fails"; exit 3; fi; sleep 60; echo "late rank $PMI_RANK"'
+    create(api, job(name, impl, ["mpirun", "bash", "-c", program]))
+    tj = wait_finished(api, name, timeout=50)  # long before the sleepers' 60 s
+    failed = condition(tj, "Failed")
+    launcher = str(launcher_of(job_pods(api, name))["metadata"]["name"])
+    log = pod_log(api, launcher, timestamps="true")
+    assert failed, (tj.get("status"), log)
+    assert failed["message"].startswith(f"{names.FAILURE_PROGRAM}: rank 1 on node pod "), failed["message"]
+    assert "exited with code 3" in failed["message"] and f"--rank 1" in failed["message"], failed["message"]
+    assert [ln.split(" ", 1)[1] for ln in log.splitlines()] == ["rank 1 fails"], log  # no sleeper's line
+    said = datetime.fromisoformat(log.split(" ", 1)[0][:26] + "+00:00")
+    ended = datetime.fromisoformat(failed["lastTransitionTime"].replace("Z", "+00:00"))
+    assert (ended - said).total_seconds() < 20, (said, ended)  # the sleepers would have run 60 s

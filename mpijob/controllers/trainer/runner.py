@@ -36,7 +36,7 @@ from mpijob.controllers.kubelet.sandbox import (
     kubernetes_env,
     pod_path,
 )
-from mpijob.controllers.trainer import watchdog
+from mpijob.controllers.trainer import rank_exits, watchdog
 from mpijob.controllers.trainer.pod_env import PodEnv, local_mca, values
 from mpijob.controllers.trainer.stops import Outcome, Stop, Then
 from mpijob.store.logs import LogStore
@@ -357,6 +357,9 @@ class JobRunner:
     async def _supervise(self) -> Outcome:
         waits = {asyncio.ensure_future(self.procs[name].wait()): name for name in self.procs}
         watch = asyncio.ensure_future(self._watchdog().watch(self._report))
+        if failed := await self._rank_failed([*waits, watch]):  # Hydra's rank exits (rank_exits.py)
+            watch.cancel()
+            return failed
         done, _ = await asyncio.wait([*waits, watch], return_when=asyncio.FIRST_COMPLETED)
         if not watch.done():
             watch.cancel()
@@ -407,6 +410,32 @@ class JobRunner:
             launcher_log=tuple(_ranked(line) for line in tail.decode(errors="replace").splitlines()),
             slots=hosts * self.plan.slots, hosts=hosts, key_dir=self.plan.ssh_auth_mount_path,
             ready_timeout=self.ready_timeout, **more)  # type: ignore[arg-type]
+
+    async def _rank_failed(self, waits: list[asyncio.Future]) -> Outcome | None:  # type: ignore[type-arg]
+        """Under Hydra, until a pod ends or the watchdog's verdict (`waits`): the outcome of a rank's non-zero
+        exit, which Hydra would wait out (rank_exits.py); None once one of `waits` is done, and at once for
+        other MPIs or where the kernel cannot tell."""
+        if not (self.impl.hydra and rank_exits.supported()):
+            return None
+        watched = {pod.name: (pod.host, tuple(p.pid for k, p in self.procs.items() if k.pod == pod.name))
+                   for pod in self.plan.pods}
+        hosts = sum(1 for p in self.plan.pods if p.in_hostfile)
+        ranks = asyncio.ensure_future(rank_exits.Watch(watched, hosts).first_failure())
+        await asyncio.wait([*waits, ranks], return_when=asyncio.FIRST_COMPLETED)
+        if not ranks.done() or any(w.done() for w in waits):
+            ranks.cancel()
+            return None
+        if ranks.exception() is not None:  # a bug of the watch's must not end the run: Hydra's own end decides
+            log.error("the rank watch of job %s/%s failed", self.plan.namespace, self.plan.job, exc_info=ranks.exception())
+            return None
+        for w in waits:
+            w.cancel()
+        launcher = next(p.name for p in self.plan.pods if p.is_launcher)
+        # mpiexec first, and without a word: stopped after its proxies, it prints their lost connections
+        self.procs[Proc(launcher)].kill(signal.SIGKILL)
+        await asyncio.wait([self.procs[Proc(launcher)].ended], timeout=STOP_GRACE)
+        found = rank_exits.failure(self.plan.job, ranks.result(), launcher)
+        return Outcome(False, names.REASON_FAILED_JOBS, found.message, found.reason)
 
     # -- the watchdog: bounds no exit shows (watchdog.py) ------------------------------------------------
 
