@@ -4,6 +4,7 @@ failure anywhere ends the whole job and every process of it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import enum
 import json
@@ -442,10 +443,11 @@ class JobRunner:
     def _watchdog(self) -> watchdog.Watchdog:
         launcher = next(p for p in self.plan.pods if p.is_launcher)
         watched = [watchdog.Pod(pod.name, tuple(p.pid for k, p in self.procs.items() if k.pod == pod.name),
-                                self.cgroups.get(pod.name), pod.is_launcher) for pod in self.plan.pods]
+                                self.cgroups.get(pod.name), pod.is_launcher, tuple(self.env.marker(pod).items()))
+                   for pod in self.plan.pods]
         log = self.logs.path(self.plan.namespace, launcher.name, names.CONTAINER)
         tracker = watchdog.Tracker(self.bounds, asyncio.get_running_loop().time())
-        return watchdog.Watchdog(watched, self.impl.rank_variables, log, tracker)
+        return watchdog.Watchdog(watched, self.impl.rank_variables, log, tracker, orphans=self.mode != NAMESPACE)
 
     def _verdict_facts(self, verdict: watchdog.Verdict) -> failures.Facts:
         launcher = next(p for p in self.plan.pods if p.is_launcher)
@@ -503,6 +505,8 @@ class JobRunner:
             for p in live.values():
                 if p.running:
                     p.kill(signal.SIGKILL)
+            if self.mode != NAMESPACE:  # no PID namespace: what left its pod's process group goes by its marker
+                self._kill_escaped()
             await asyncio.gather(*(p.wait() for p in live.values()))
         ns = self.plan.namespace
         for key, proc in self.procs.items():
@@ -536,6 +540,16 @@ class JobRunner:
         if self.network:
             await self.network.close()
             self.network = None
+
+    def _kill_escaped(self) -> None:
+        """SIGKILL the processes of this run's pods that a process sandbox's group kill misses: Open MPI's
+        daemons and its ssh agents start sessions and groups of their own, and a rank's leftover child holds
+        its pod's output open, so its supervisor would wait for it for ever."""
+        markers = {tuple(self.env.marker(pod).items()): pod.name for pod in self.plan.pods}
+        for pids in watchdog.marked(markers).values():
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
     def _not_started(self, name: str, message: str) -> None:
         """A pod of a failed run that never started ends `Failed` without a start, as a pod its Job gave up on."""

@@ -167,6 +167,7 @@ class Pod:
     roots: tuple[int, ...]  # its top processes (the supervised ones)
     cgroup: PodCgroup | None  # its CPU account (namespace mode); else its processes' own times are summed
     launcher: bool = False
+    marker: tuple[tuple[str, str], ...] = ()  # the variables every process of the pod carries (pod_env.marker)
 
 
 def _stat(pid: int) -> tuple[str, float] | None:
@@ -208,18 +209,23 @@ def _rank(pid: int, variables: tuple[str, str]) -> tuple[int, int] | None:
 class Watchdog:
     """Looks at a running job once a second; the runner acts on its verdicts."""
 
-    def __init__(self, pods: Iterable[Pod], rank_variables: tuple[str, str], log: Path, tracker: Tracker) -> None:
+    def __init__(self, pods: Iterable[Pod], rank_variables: tuple[str, str], log: Path, tracker: Tracker,
+                 orphans: bool = False) -> None:
         self.pods, self.rank_variables, self.log, self.tracker = list(pods), rank_variables, log, tracker
         self.log_offset = 0  # how far the launcher's log has been read for ranks (while wiring up)
+        # The process sandbox has no PID namespace to hold a pod's orphans: Open MPI's daemons daemonize, and a
+        # rank's leftover child, to the machine's init. They are found by their pod's marker instead.
+        self.orphans = orphans
 
     def look(self, at: float) -> Look:
         """The job now: its mpirun, ranks, daemons, CPU time and output."""
         mpirun, ranks, world, daemons, cpu = None, {}, 0, set(), {}
         names = {n[:COMM_LEN] for n in LAUNCHERS}
         daemon_names, skip = {n[:COMM_LEN] for n in DAEMONS}, {n[:COMM_LEN] for n in NOT_RANKS}
+        adopted = marked({pod.marker: pod.name for pod in self.pods if pod.marker}, orphans=True) if self.orphans else {}
         for pod in self.pods:
             used = 0.0
-            level = [(pid, False) for pid in pod.roots]
+            level = [(pid, False) for pid in (*pod.roots, *adopted.get(pod.name, ()))]
             for _ in range(64):  # deeper than any real tree; a bound, not a hope
                 below = []
                 for pid, under_mpi in level:
@@ -236,7 +242,6 @@ class Watchdog:
                         world = max(world, found[1])  # a rank's leftover child (`cmd &`) knows the world's size too
                         if under_mpi:
                             ranks.setdefault(found[0], pod.name)
-                        continue  # a rank's own children are the rank's
                     launches = name in names or name in daemon_names
                     below += [(c, launches) for c in _children(pid)]
                 if not below:
@@ -280,6 +285,25 @@ class Watchdog:
             if verdict.kind in (Kind.WIREUP, Kind.HUNG) or (verdict.kind is Kind.STALLED and self.tracker.bounds.stall_fail):
                 return verdict
             report(verdict)
+
+
+def marked(markers: dict[tuple[tuple[str, str], ...], str], orphans: bool = False) -> dict[str, list[int]]:
+    """pod → the machine's processes that carry its marker (`orphans`: only children of init), by /proc."""
+    found: dict[str, list[int]] = {}
+    me = os.getpid()
+    for entry in os.scandir(PROC):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if orphans and (Path(entry.path) / "stat").read_text().rpartition(")")[2].split()[1] != "1":
+                continue
+            environ = set((Path(entry.path) / "environ").read_bytes().split(b"\0"))
+        except (OSError, IndexError):
+            continue
+        for marker, pod in markers.items():
+            if all(f"{k}={v}".encode() in environ for k, v in marker):
+                found.setdefault(pod, []).append(int(entry.name))
+    return found
 
 
 # -- why a node is not ready: what its processes listen on --------------------------------------------------
