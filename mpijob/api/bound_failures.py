@@ -74,18 +74,16 @@ ELSEWHERE = "it listens elsewhere than"  # how the runner's /proc reading (watch
 def not_ready_why(found: Failure, facts: Facts) -> Failure:
     """A node's failure to become ready, with what the runner could tell of why (`Facts.why`), and the fix
     that follows from it; a timeout's fix names the job's own bound too."""
-    why = dict(facts.why).get(found.pod or "")
-    if not why:
-        if found.reason == names.FAILURE_SSHD_NOT_READY and facts.starting and facts.ready_timeout:
-            return replace(found, fix=f"{found.fix} For one job or runtime: annotation "
-                                      f"{names.ANNOTATION_READY_TIMEOUT} (e.g. \"5m\").")
-        return found
-    fix = found.fix
+    why = dict(facts.why).get(found.pod or "", "")
     if why.startswith(ELSEWHERE):
-        fix = ("mpirun reaches every node's sshd on port 2222, where the job's key is accepted: start sshd as the "
-               "node's command itself (/usr/sbin/sshd -De, as MPI Operator's examples do: the local cluster then "
-               "runs it on 2222 with the job's key), not on another port or behind a shell.")
-    return replace(found, summary=f"{found.summary}: {why}", fix=fix)
+        return replace(found, summary=f"{found.summary}: {why}", fix=(
+            "mpirun reaches every node's sshd on port 2222, where the job's key is accepted: start sshd as the "
+            "node's command itself (/usr/sbin/sshd -De, as MPI Operator's examples do: the local cluster then "
+            "runs it on 2222 with the job's key), not on another port or behind a shell."))
+    fix = found.fix
+    if found.reason == names.FAILURE_SSHD_NOT_READY and facts.starting and facts.ready_timeout:
+        fix = f"{fix} For one job or runtime: annotation {names.ANNOTATION_READY_TIMEOUT} (e.g. \"5m\")."
+    return replace(found, summary=f"{found.summary}: {why}" if why else found.summary, fix=fix)
 
 
 def _ranks(ranks: list[int] | tuple[int, ...]) -> str:
