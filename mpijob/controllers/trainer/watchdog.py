@@ -30,6 +30,7 @@ from mpijob.api.mpi_output import parse_rank_field
 from mpijob.controllers.kubelet.cgroups import PodCgroup
 
 POLL = 1.0  # seconds between looks
+ORPHAN_SCAN = 5.0  # seconds between looks through all of /proc for a process sandbox's orphans (the costly part)
 IDLE_CPU = 0.02  # a pod using less than this share of one core is idle
 MIN_CPU = 0.05  # CPU seconds a pod must use since its last busy mark to count as busy (clock-tick noise)
 LOG_READ = 1 << 22  # bytes of new log read per look while wiring up (only the rank field of each line matters)
@@ -170,19 +171,32 @@ class Pod:
     marker: tuple[tuple[str, str], ...] = ()  # the variables every process of the pod carries (pod_env.marker)
 
 
-def _stat(pid: int) -> tuple[str, float] | None:
-    """A process's name and CPU seconds (user + system)."""
+@dataclass(frozen=True)
+class _Stat:
+    name: str
+    cpu: float  # seconds, user + system
+    threads: int
+    start: int  # clock ticks after boot: tells a reused pid apart
+
+
+def _stat(pid: int) -> _Stat | None:
+    """What /proc/<pid>/stat says of a process."""
     try:
         raw = (PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
     head, _, rest = raw.rpartition(")")
     fields = rest.split()
-    return head.partition("(")[2], (int(fields[11]) + int(fields[12])) / TICKS
+    return _Stat(head.partition("(")[2], (int(fields[11]) + int(fields[12])) / TICKS, int(fields[17]), int(fields[19]))
 
 
-def _children(pid: int) -> list[int]:
+def _children(pid: int, threads: int = 0) -> list[int]:
     """A process's children, from every one of its threads (PRRTE's daemons fork on threads)."""
+    if threads == 1:  # one thread: its own list is all (no look through the task folder)
+        try:
+            return [int(c) for c in (PROC / str(pid) / "task" / str(pid) / "children").read_text().split()]
+        except OSError:
+            return []
     out: list[int] = []
     try:
         for task in os.scandir(PROC / str(pid) / "task"):
@@ -216,13 +230,22 @@ class Watchdog:
         # The process sandbox has no PID namespace to hold a pod's orphans: Open MPI's daemons daemonize, and a
         # rank's leftover child, to the machine's init. They are found by their pod's marker instead.
         self.orphans = orphans
+        self.adopted: dict[str, list[int]] = {}
+        self.known: dict[tuple[int, int], tuple[int, int] | None] = {}  # (pid, start) → its (rank, world size)
+        self.scanned = -ORPHAN_SCAN  # when the orphans were last looked for
 
     def look(self, at: float) -> Look:
         """The job now: its mpirun, ranks, daemons, CPU time and output."""
         mpirun, ranks, world, daemons, cpu = None, {}, 0, set(), {}
         names = {n[:COMM_LEN] for n in LAUNCHERS}
         daemon_names, skip = {n[:COMM_LEN] for n in DAEMONS}, {n[:COMM_LEN] for n in NOT_RANKS}
-        adopted = marked({pod.marker: pod.name for pod in self.pods if pod.marker}, orphans=True) if self.orphans else {}
+        if self.orphans and at - self.scanned >= ORPHAN_SCAN:
+            self.adopted = marked({pod.marker: pod.name for pod in self.pods if pod.marker}, orphans=True)
+            self.scanned = at
+        adopted = self.adopted
+        # a rank's environment is read below an MPI daemon; elsewhere (a rank's leftover child) only while the
+        # world's size is still unknown
+        anywhere = not self.tracker.wired and not self.tracker.world_size
         for pod in self.pods:
             used = 0.0
             level = [(pid, False) for pid in (*pod.roots, *adopted.get(pod.name, ()))]
@@ -232,18 +255,18 @@ class Watchdog:
                     stat = _stat(pid)
                     if stat is None:
                         continue
-                    name, seconds = stat
-                    used += seconds
+                    name = stat.name
+                    used += stat.cpu
                     if pod.launcher and name in names and mpirun is None:
                         mpirun = pid
                     if name in daemon_names:
                         daemons.add(pod.name)
-                    if name not in skip and (found := _rank(pid, self.rank_variables)):
+                    if name not in skip and (under_mpi or anywhere) and (found := self._rank(pid, stat.start)):
                         world = max(world, found[1])  # a rank's leftover child (`cmd &`) knows the world's size too
                         if under_mpi:
                             ranks.setdefault(found[0], pod.name)
                     launches = name in names or name in daemon_names
-                    below += [(c, launches) for c in _children(pid)]
+                    below += [(c, launches) for c in _children(pid, stat.threads)]
                 if not below:
                     break
                 level = below
@@ -255,6 +278,15 @@ class Watchdog:
             output = 0
         logged = self._logged(output) if mpirun is not None and not self.tracker.wired else frozenset()
         return Look(at, mpirun, ranks, world, frozenset(daemons), cpu, output, logged)
+
+    def _rank(self, pid: int, start: int) -> tuple[int, int] | None:
+        """(rank, world size) of a process, its environment read once (a rank's variables stay as they were)."""
+        key = (pid, start)
+        if key not in self.known:
+            if len(self.known) > 100_000:  # a bound on a long job's memory of processes long gone
+                self.known.clear()
+            self.known[key] = _rank(pid, self.rank_variables)
+        return self.known[key]
 
     def _logged(self, size: int) -> frozenset[int]:
         """The ranks of the lines the launcher's log got since the last look (stored `<stamp> <rank> <text>`)."""
@@ -336,7 +368,7 @@ def listening(roots: Iterable[int]) -> list[tuple[int, str]]:
             except OSError:
                 continue
             if target.startswith("socket:["):
-                owner.setdefault(target[8:-1], stat[0] if stat else "?")
+                owner.setdefault(target[8:-1], stat.name if stat else "?")
     found: set[tuple[int, str]] = set()
     for pid in pids[:1]:
         for table in ("tcp", "tcp6"):
@@ -355,7 +387,7 @@ def not_listening(roots: Iterable[int], port: int) -> str:
     """Why nothing of a pod answers SSH on `port`, where /proc can tell ("" where it cannot)."""
     sockets = listening(roots)
     if not sockets:
-        programs = sorted({s[0] for pid in tree(roots) if (s := _stat(pid))})
+        programs = sorted({s.name for pid in tree(roots) if (s := _stat(pid))})
         return (f"none of its processes listens on a TCP port (they are: {', '.join(programs)})" if programs
                 else "")
     if any(p == port for p, _ in sockets):
