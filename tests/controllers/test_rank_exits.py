@@ -66,9 +66,11 @@ def test_the_first_non_zero_exit_below_a_proxy_is_the_failure_not_a_zero_exit_no
         proc.wait()
 
 
-def test_the_failure_names_the_rank_its_code_and_its_pod() -> None:
-    found = rank_exits.failure("job", rank_exits.RankExit(1, 3, "job-node-0-0", "job-node-0-0.job"), "job-launcher")
+def test_the_failure_names_the_rank_its_code_its_last_line_and_the_launchers_end() -> None:
+    found = rank_exits.failure("job", rank_exits.RankExit(1, 3, "job-node-0-0", "job-node-0-0.job"), "job-launcher",
+                               "ls: cannot access '/x'\n", 137)
     assert found.reason == names.FAILURE_PROGRAM and (found.pod, found.rank) == ("job-node-0-0", 1)
     assert found.message.startswith(f"{names.FAILURE_PROGRAM}: rank 1 on node pod job-node-0-0 (host job-node-0-0.job) "
-                                    "exited with code 3;")
+                                    "exited with code 3: rank 1: ls: cannot access '/x'; "), found.message
+    assert "launcher pod job-launcher exited with code 137" in found.message
     assert "mpijob logs job --rank 1" in found.message

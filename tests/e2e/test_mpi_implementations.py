@@ -234,7 +234,10 @@ def test_a_hydra_rank_that_exits_non_zero_ends_the_job_at_once_with_its_code(imp
     log = pod_log(api, launcher, timestamps="true")
     assert failed, (tj.get("status"), log)
     assert failed["message"].startswith(f"{names.FAILURE_PROGRAM}: rank 1 on node pod "), failed["message"]
-    assert "exited with code 3" in failed["message"] and f"--rank 1" in failed["message"], failed["message"]
+    assert "exited with code 3: rank 1: rank 1 fails;" in failed["message"], failed["message"]
+    assert "--rank 1" in failed["message"], failed["message"]
+    state = launcher_of(job_pods(api, name))["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert f"launcher pod {launcher} exited with code {state['exitCode']})" in failed["message"], (state, failed)
     assert [ln.split(" ", 1)[1] for ln in log.splitlines()] == ["rank 1 fails"], log  # no sleeper's line
     said = datetime.fromisoformat(log.split(" ", 1)[0][:26] + "+00:00")
     ended = datetime.fromisoformat(failed["lastTransitionTime"].replace("Z", "+00:00"))

@@ -32,7 +32,7 @@ from mpijob.api.failures import Failure
 POLL = 0.05  # seconds between looks for new ranks: a rank must live about this long to be watched
 WALK = 1.0  # seconds between walks of the pods' process trees for proxies, once every host has one
 PROXY = "hydra_pmi_proxy"  # Hydra's per-host daemon, the parent of every rank
-RANK_VARIABLE = b"PMI_RANK="
+RANK_VARIABLES = (b"PMI_RANK=", b"PMI_ID=")  # Hydra's, the second under `-pmi-port`
 PROC = Path("/proc")
 # <linux/pidfd.h>: struct pidfd_info is 64 bytes (mask, cgroupid, then pid, tgid, ppid, ruid, rgid, euid, egid,
 # suid, sgid, fsuid, fsgid, exit_code as 32-bit values); _IOWR(0xFF, 11, struct pidfd_info)
@@ -47,7 +47,7 @@ READ_WAIT = 0.02
 class RankExit:
     """A rank's non-zero exit, as its pidfd told it."""
 
-    rank: int | None  # None when its environment could not be read
+    rank: int
     code: int
     pod: str
     host: str
@@ -105,8 +105,9 @@ def _rank(pid: int) -> int | None:
     except OSError:
         return None
     for entry in environ.split(b"\0"):
-        if entry.startswith(RANK_VARIABLE) and entry[len(RANK_VARIABLE):].isdigit():
-            return int(entry[len(RANK_VARIABLE):])
+        for name in RANK_VARIABLES:
+            if entry.startswith(name) and entry[len(name):].isdigit():
+                return int(entry[len(name):])
     return None
 
 
@@ -183,15 +184,20 @@ class Watch:
             if tries > 0 and pid in self.watched:
                 loop.call_later(READ_WAIT, self._ended, pid, tries - 1)
             return
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) and not self.failed.done():
+        # Only a rank seen after its exec (its environment its own): a child of the proxy that failed to exec
+        # its program is Hydra's to report (`execvp error`, mpiexec's exit 255), as CommandNotFound.
+        if rank is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) and not self.failed.done():
             self.failed.set_result(RankExit(rank, os.WEXITSTATUS(status), pod, host))
 
 
-def failure(job: str, ended: RankExit, launcher: str) -> Failure:
-    """The job's failure: the rank's exit, in the words `api/failures.py` gives a rank's exit under Open MPI."""
-    who = f"rank {ended.rank}" if ended.rank is not None else "a rank"
+def failure(job: str, ended: RankExit, launcher: str, last: str, launcher_exit: int | None) -> Failure:
+    """The job's failure: the rank's exit and last line (`last`), in the words `api/failures.py` gives a
+    rank's exit, and what became of mpiexec (its pod's exit code, `launcher_exit`; None: not yet known)."""
     where = "launcher" if ended.pod == launcher else "node"
-    summary = (f"{who} on {where} pod {ended.pod} (host {ended.host}) exited with code {ended.code}; Hydra waits "
-               "for every rank, so the local cluster stopped the others")
-    logs = f"mpijob logs {job}" + (f" --rank {ended.rank}" if ended.rank is not None else "")
-    return Failure(names.FAILURE_PROGRAM, summary, f"Read what it printed: {logs}.", ended.pod, ended.rank, ended.host)
+    said = f": rank {ended.rank}: {last.strip()[:300]}" if last.strip() else ""
+    summary = (f"rank {ended.rank} on {where} pod {ended.pod} (host {ended.host}) exited with code {ended.code}"
+               f"{said}; Hydra's mpiexec would have waited for every other rank, so the local cluster stopped it "
+               f"(launcher pod {launcher}{'' if launcher_exit is None else f' exited with code {launcher_exit}'}) "
+               "and them")
+    return Failure(names.FAILURE_PROGRAM, summary, f"Read what it printed: mpijob logs {job} --rank {ended.rank}.",
+                   ended.pod, ended.rank, ended.host)

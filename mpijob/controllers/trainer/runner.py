@@ -434,8 +434,14 @@ class JobRunner:
         launcher = next(p.name for p in self.plan.pods if p.is_launcher)
         # mpiexec first, and without a word: stopped after its proxies, it prints their lost connections
         self.procs[Proc(launcher)].kill(signal.SIGKILL)
-        await asyncio.wait([self.procs[Proc(launcher)].ended], timeout=STOP_GRACE)
-        found = rank_exits.failure(self.plan.job, ranks.result(), launcher)
+        try:  # its end, recorded by its supervisor
+            code: int | None = (await asyncio.wait_for(self.procs[Proc(launcher)].wait(), STOP_GRACE * 5)).code
+        except asyncio.TimeoutError:
+            code = None
+        ended = ranks.result()
+        last = next((ln.text for ln in reversed(self._facts(launcher).launcher_log)
+                     if ln.rank == ended.rank and ln.text.strip()), "")
+        found = rank_exits.failure(self.plan.job, ended, launcher, last, code)
         return Outcome(False, names.REASON_FAILED_JOBS, found.message, found.reason)
 
     # -- the watchdog: bounds no exit shows (watchdog.py) ------------------------------------------------
