@@ -19,6 +19,9 @@ import copy
 import json
 import multiprocessing
 import os
+import pwd
+import shutil
+import tempfile
 import statistics
 import subprocess
 import sys
@@ -36,6 +39,8 @@ from startup import BenchError  # noqa: E402
 from surfaces import ready_client  # noqa: E402
 
 from mpijob.api import names, runtimes  # noqa: E402
+from mpijob.store import supervisor  # noqa: E402
+from mpijob.store.home import Home  # noqa: E402
 
 NAMESPACE = "default"
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
@@ -44,6 +49,8 @@ RUNTIMES = f"{TRAINER}/namespaces/{NAMESPACE}/trainingruntimes"
 NODES = 3
 POLL_S = 0.2
 PROCESS_MODE_IMPLS = (names.OPEN_MPI, names.MPI_MPICH, names.MPI_INTEL)  # the process sandbox refuses Open MPI 5
+UNPRIVILEGED = "unprivileged"  # a mode: the process sandbox of a server run by an ordinary user, as without root
+BENCH_USER, BENCH_UID = "mpijob-bench", 23457
 
 Obj = dict[str, Any]
 
@@ -57,13 +64,14 @@ def runtime(impl: str) -> Obj:
     return rt
 
 
-def trainjob(name: str, impl: str) -> Obj:
+def trainjob(name: str, impl: str, env: dict[str, str] | None = None) -> Obj:
     rank, size = _rank_variables(impl)
     script = f'echo "rank=${rank} size=${size} node=$(hostname)"'
     return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
             "metadata": {"name": name, "namespace": NAMESPACE},
             "spec": {"runtimeRef": {"name": runtime(impl)["metadata"]["name"], "kind": "TrainingRuntime"},
-                     "trainer": {"numNodes": NODES, "command": ["mpirun", "bash", "-c", script]}}}
+                     "trainer": {"numNodes": NODES, "command": ["mpirun", "bash", "-c", script],
+                                 "env": [{"name": k, "value": v} for k, v in (env or {}).items()]}}}
 
 
 def _rank_variables(impl: str) -> tuple[str, str]:
@@ -91,6 +99,51 @@ def cpu_hogs(count: int) -> Iterator[None]:
             p.join()
 
 
+@contextmanager
+def unprivileged_cluster() -> Iterator[supervisor.ServerInfo]:
+    """A server run by an ordinary user (made if missing), as someone without root runs it: the process
+    sandbox, every pod that user's. An interpreter under a 0700 /root (pyenv) is bound back into a tmpfs
+    /root in a mount namespace of the server's own."""
+    try:
+        pwd.getpwnam(BENCH_USER)
+    except KeyError:
+        subprocess.run(["useradd", "-M", "-s", "/bin/bash", "-u", str(BENCH_UID), BENCH_USER], check=True)
+    root = Path(tempfile.mkdtemp(prefix="mpijob-bench-hangs-user-"))
+    os.chown(root, BENCH_UID, BENCH_UID)
+    home = Home(root / "home")
+    prefix, reach = Path(sys.base_prefix), ""
+    if prefix.is_relative_to("/root"):
+        reach = (f"mkdir -p /run/mpijob-bench-stage && mount --bind /root /run/mpijob-bench-stage && "
+                 f"mount -t tmpfs -o mode=0755 tmpfs /root && mkdir -p {prefix} && "
+                 f"mount --bind /run/mpijob-bench-stage/{prefix.relative_to('/root')} {prefix} && ")
+    mpijob = Path(sys.executable).parent / "mpijob"
+    script = (f"{reach}exec setpriv --reuid={BENCH_UID} --regid={BENCH_UID} --clear-groups env -i HOME={root} "
+              f"PATH=/usr/bin:/bin MPIJOB_HOME={home.root} {mpijob} server run")
+    proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script], cwd=root,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while (info := supervisor.status(home)) is None:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise BenchError(f"the unprivileged server did not start (see {home.server_log})")
+            time.sleep(0.1)
+        yield info
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def cluster(mode: str) -> Iterator[supervisor.ServerInfo]:
+    if mode == UNPRIVILEGED:
+        with unprivileged_cluster() as info:
+            yield info
+        return
+    with temp_cluster(f"mpijob-bench-hangs-{mode}-", env={"MPIJOB_SANDBOX": mode}) as (_, info):
+        yield info
+
+
 def _finished(tj: Obj) -> str | None:
     for c in (tj.get("status") or {}).get("conditions") or []:
         if c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
@@ -111,7 +164,7 @@ def _what_it_shows(http: httpx.Client, name: str) -> Obj:
     shown: Obj = {"conditions": (tj.get("status") or {}).get("conditions"), "pods": {}}
     for pod in pods:
         pod_name = pod["metadata"]["name"]
-        log = http.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{pod_name}/log", params={"tailLines": 15})
+        log = http.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{pod_name}/log", params={"tailLines": 60})
         shown["pods"][pod_name] = {"phase": (pod.get("status") or {}).get("phase"), "log": log.text.splitlines()}
     ps = subprocess.run(["ps", "-eww", "-o", "pid,ppid,stat,etimes,wchan:20,args"], capture_output=True, text=True)
     shown["processes"] = [ln for ln in ps.stdout.splitlines() if name in ln or "prted" in ln or "orted" in ln
@@ -119,7 +172,8 @@ def _what_it_shows(http: httpx.Client, name: str) -> Obj:
     return shown
 
 
-def run_jobs(http: httpx.Client, impl: str, jobs: int, at_once: int, bound: float) -> Obj:
+def run_jobs(http: httpx.Client, impl: str, jobs: int, at_once: int, bound: float,
+             env: dict[str, str] | None = None) -> Obj:
     """`jobs` jobs of `impl`, `at_once` at a time, each until it ends or `bound` seconds pass."""
     http.delete(f"{RUNTIMES}/{runtime(impl)['metadata']['name']}")
     created = http.post(RUNTIMES, json=runtime(impl))
@@ -134,7 +188,7 @@ def run_jobs(http: httpx.Client, impl: str, jobs: int, at_once: int, bound: floa
     while made < jobs or started:
         while made < jobs and len(started) < at_once:
             name = f"hang-{impl.lower()}-{made}"
-            resp = http.post(TRAINJOBS, json=trainjob(name, impl))
+            resp = http.post(TRAINJOBS, json=trainjob(name, impl, env))
             if resp.status_code != 201:
                 raise BenchError(f"POST {name}: {resp.status_code} {resp.text[:500]}")
             started[name] = time.perf_counter()
@@ -165,23 +219,27 @@ def run_jobs(http: httpx.Client, impl: str, jobs: int, at_once: int, bound: floa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=300, help="jobs per mode and implementation")
-    parser.add_argument("--modes", default="namespace,process")
+    parser.add_argument("--modes", default=f"namespace,process,{UNPRIVILEGED}",
+                        help=f"sandbox modes; {UNPRIVILEGED}: the process sandbox of a server run by an ordinary user")
     parser.add_argument("--impls", default=",".join(names.MPI_IMPLEMENTATIONS))
     parser.add_argument("--hogs", type=int, default=os.cpu_count() or 2, help="busy processes loading the CPUs")
     parser.add_argument("--at-once", type=int, default=4, help="jobs running at the same time")
     parser.add_argument("--bound", type=float, default=60.0, help="seconds after which a job that has not ended hangs")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="trainer.env of every job (e.g. an MCA verbosity, to see where a hang stops)")
     args = parser.parse_args(argv)
+    env = dict(e.split("=", 1) for e in args.env)
     report: Obj = {"jobs_per_case": args.jobs, "hogs": args.hogs, "at_once": args.at_once, "bound_s": args.bound,
                    "cases": {}}
     try:
         with cpu_hogs(args.hogs):
             for mode in args.modes.split(","):
-                with temp_cluster(f"mpijob-bench-hangs-{mode}-", env={"MPIJOB_SANDBOX": mode}) as (home, info):
+                with cluster(mode) as info:
                     with ready_client(info.kubeconfig) as http:
                         for impl in args.impls.split(","):
-                            if mode == "process" and impl not in PROCESS_MODE_IMPLS:
+                            if mode != "namespace" and impl not in PROCESS_MODE_IMPLS:
                                 continue
-                            case = run_jobs(http, impl, args.jobs, args.at_once, args.bound)
+                            case = run_jobs(http, impl, args.jobs, args.at_once, args.bound, env)
                             report["cases"][f"{mode}/{impl}"] = case
                             print(json.dumps({f"{mode}/{impl}": {k: case[k] for k in
                                                                  ("jobs", "completed", "failed", "hangs", "wall_s")}}),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -94,7 +95,7 @@ def test_unprivileged_server_uses_process_mode_and_runs_a_job(unprivileged_serve
 
     job = yaml.safe_load((REPO / "examples" / "hello.yaml").read_text())
     job["metadata"]["name"] = "fallback"
-    job["spec"]["trainer"]["command"][-1] += " user=$(id -un)"
+    job["spec"]["trainer"]["command"][-1] += " user=$(id -un) session=$OMPI_FILE_LOCATION"
     # the rank on the last node reports progress with the upstream SDK: the variables name the pod's own files
     job["spec"]["trainer"]["command"][-1] += (
         '; [ "$OMPI_COMM_WORLD_RANK" = 1 ] && python -c "from kubeflow.trainer import update_trainjob_status as u; '
@@ -114,5 +115,11 @@ def test_unprivileged_server_uses_process_mode_and_runs_a_job(unprivileged_serve
     if os.geteuid() == 0:
         assert f"user={USER}" in run.stdout  # ran as the server's own (unprivileged) user
     assert "reported True" in run.stdout, run.stdout
+    # Each pod's MPI session directory is its own ($TMPDIR), not under the /tmp every pod shares: there the
+    # daemons of one job, all on this machine's host name, raced for Open MPI 4's job-family directory, and one
+    # that lost died unseen while its mpirun waited for ever (bench/hangs.py: 11 of 300 jobs under load)
+    sessions = re.findall(r"session=(\S*)", run.stdout)
+    pods = {Path(s).relative_to(home.root / "jobs").parts[:3] for s in sessions}  # job dir, "pods", pod
+    assert len(sessions) == nodes and len(pods) == nodes, sessions
     got = subprocess.run([MPIJOB, "get", "trainjob", "fallback", "-o", "json"], env=env, capture_output=True, text=True)
     assert json.loads(got.stdout)["status"]["trainerStatus"]["progressPercentage"] == 50, got.stdout

@@ -73,11 +73,14 @@ PRIVATE_SESSION_MCA = {
     "OMPI_MCA_orte_tmpdir_base": "/dev/shm",
     "PRTE_MCA_prte_tmpdir_base": "/dev/shm",
 }
-# In the process sandbox, the same two in the pod's own directory (`process_session_mca`): Open MPI 4 keeps
-# every process's session directory under one `<base>/ompi.<host>.<uid>` and removes it when it empties, so
-# pods of other jobs sharing the machine's /tmp raced it: a daemon that found it gone as it made its own
-# exited after daemonizing, unseen, and its mpirun waited for it for ever (11 of 300 jobs under load).
-SESSION_DIR = "tmp"  # in the pod's directory, in the process sandbox
+# In the process sandbox every pod has a temporary directory of its own, `$TMPDIR` (`process_tmpdir`), where
+# MPI keeps its session directories. Under the machine's /tmp the pods of a job, whose host name is the
+# machine's, shared Open MPI 4's `ompi.<host>.<uid>/jf.<job family>`, made for one daemon per host: now and
+# then a daemon exited after daemonizing, unseen, and its mpirun waited for it for ever (bench/hangs.py: 11 of
+# 300 jobs under load, 0 of 300 with a directory per pod). Open MPI passes its MCA variables on to every
+# daemon, so the variable is TMPDIR, which each pod's sshd gives its own sessions.
+TMPDIR = "TMPDIR"
+POD_TMP = "tmp"  # in the pod's directory
 # In the process sandbox pods have no network of their own: MPI traffic stays on the host's loopback.
 LOOPBACK_MCA = {
     "OMPI_MCA_btl_tcp_if_include": "lo",
@@ -140,9 +143,9 @@ def check_mode(mode: str, home: Path) -> None:
             "add the user (useradd), or run the server as root for the namespace sandbox") from None
 
 
-def process_session_mca(pod_dir: Path) -> dict[str, str]:
-    """A process-sandbox pod's MPI session directories: in its own directory, not the machine's /tmp."""
-    return {name: str(pod_dir / SESSION_DIR) for name in PRIVATE_SESSION_MCA}
+def process_tmpdir(pod_dir: Path) -> dict[str, str]:
+    """A process-sandbox pod's own temporary directory (`TMPDIR`), not the /tmp every pod shares."""
+    return {TMPDIR: str(pod_dir / POD_TMP)}
 
 
 def pod_path(mpi: Path | None = None) -> str:
@@ -283,6 +286,9 @@ class JobFiles:
         home = d / "home"
         home.mkdir(parents=True, exist_ok=True)
         os.chown(home, user.uid, user.gid)
+        if self.mode == PROCESS:
+            (d / POD_TMP).mkdir(mode=0o700, exist_ok=True)
+            os.chown(d / POD_TMP, user.uid, user.gid)
         own = ips[pod.hostname]
         hosts = ["127.0.0.1 localhost", f"127.0.0.1 {pod.host} {pod.hostname}"]
         hosts += [f"{ips[p.hostname]} {p.host} {p.hostname}" for p in plan.pods if p.hostname != pod.hostname]

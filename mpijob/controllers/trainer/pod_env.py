@@ -19,6 +19,7 @@ from mpijob.controllers.kubelet.sandbox import (
     JobFiles,
     User,
     pod_path,
+    process_tmpdir,
 )
 
 ROOT_ALLOWANCE = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -68,6 +69,8 @@ class PodEnv:
         Trainer's status variables, which Trainer's plugin upserts over them."""
         env = {"PATH": pod_path(mpi_installs.prefix(self.impl)), **identity, **self.service_env, **self.local_mca,
                **mpi_installs.env(self.impl), "MPIJOB_CLUSTER": self.cluster_id, **self.devices(pod)}
+        if self.files.mode == PROCESS:
+            env |= process_tmpdir(self.files.pod_dir(pod))
         if user.uid == 0:
             env |= ROOT_ALLOWANCE
         return env | values(own) | trainer_status.env(self.status_url, self.files, pod)
