@@ -107,8 +107,9 @@ def logs_of_a_job(api: httpx.Client, name: str, impl: str) -> dict[str, str]:
     done = wait_finished(api, name, timeout=240)
     pods = job_pods(api, name)
     launcher = str(launcher_of(pods)["metadata"]["name"])
-    logs = {("launcher" if p["metadata"]["name"] == launcher else p["metadata"]["name"]): pod_log(api, p["metadata"]["name"])
-            for p in pods}
+    logs = {}
+    for pod in (p["metadata"]["name"] for p in pods):
+        logs["launcher" if pod == launcher else pod] = pod_log(api, pod)
     assert any(c["type"] == "Complete" and c["status"] == "True" for c in done["status"]["conditions"]), \
         (done["status"], logs)
     return logs

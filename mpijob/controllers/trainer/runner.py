@@ -423,11 +423,12 @@ class JobRunner:
         hosts = sum(1 for p in self.plan.pods if p.in_hostfile)
         ranks = asyncio.ensure_future(rank_exits.Watch(watched, hosts).first_failure())
         await asyncio.wait([*waits, ranks], return_when=asyncio.FIRST_COMPLETED)
-        if not ranks.done() or any(w.done() for w in waits):
+        if not ranks.done() or any(w.done() for w in waits) or self.stopped:  # a stopping job's exits are its own
             ranks.cancel()
             return None
         if ranks.exception() is not None:  # a bug of the watch's must not end the run: Hydra's own end decides
-            log.error("the rank watch of job %s/%s failed", self.plan.namespace, self.plan.job, exc_info=ranks.exception())
+            log.error("the rank watch of job %s/%s failed", self.plan.namespace, self.plan.job,
+                      exc_info=ranks.exception())
             return None
         for w in waits:
             w.cancel()
