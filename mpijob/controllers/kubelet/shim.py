@@ -159,8 +159,8 @@ def _store_output(fds: list[int], writers: list[LogWriter], pod: subprocess.Pope
                   ends_with: Path | None) -> None:
     """Store the pod's streams until each has ended. A thread per stream only reads, so a pipe is emptied
     as fast as the pod fills it, whatever storing the lines costs (ranks read from tags, each line
-    stamped); this thread stores them. mpirun never finds its stdout full for long: Open MPI 4.1's
-    drops what it still holds when the job ends and its stdout takes less than it writes."""
+    stamped); this thread stores them. So mpirun seldom finds its stdout full, and never when its job
+    ends: Open MPI 4.1's mpirun writes what it still holds then in one try per chunk."""
     chunks: queue.Queue[tuple[LogWriter, bytes]] = queue.Queue(maxsize=QUEUED_READS)
     for fd, writer in zip(fds, writers):
         threading.Thread(target=_drain, args=(fd, writer, chunks), daemon=True).start()
@@ -170,7 +170,7 @@ def _store_output(fds: list[int], writers: list[LogWriter], pod: subprocess.Pope
             _end_if_orphaned(pod, ends_with)
         if held:
             _hold_blocking(held)
-            if pod.poll() is not None:  # its own copies are what tells the read loop the pod's output ended
+            if pod.poll() is not None:  # the pod ended: let its pipes go, or their streams never end
                 for w in held:
                     os.close(w)
                 held = []
