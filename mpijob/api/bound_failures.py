@@ -53,13 +53,23 @@ _SIGNALED = re.compile(r"rank (\d+) with PID \d+ on node \S+ exited on signal (\
 _HYDRA = re.compile(r"BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES.*?RANK (\d+) .*?EXIT CODE: (\d+)", re.S)
 
 
-def launcher_hung(facts: Facts) -> Failure | None:
-    """mpirun did not exit after every rank had ended and the log had gone quiet: the ranks' outcome as mpirun
-    and its daemons reported it; None when they reported no failure (the job completed)."""
+def launcher_hung(facts: Facts, exits: tuple[tuple[int, int], ...] = ()) -> Failure | None:
+    """mpirun did not exit after every rank had ended and the log had gone quiet: the ranks' outcome, from
+    their own exit statuses where the runner read them (`exits`: rank, code; -N for signal N), else as mpirun
+    and its daemons reported it; None when no rank failed (the job completed)."""
+    launcher = _launcher(facts)
+    if failed := sorted((rank, code) for rank, code in exits if code):
+        rank, code = failed[0]
+        how = f"signal {-code}" if code < 0 else f"code {code}"
+        last = next((ln.text for ln in reversed(facts.launcher_log) if ln.rank == rank and ln.text.strip()), "")
+        return Failure(names.FAILURE_PROGRAM, f"rank {rank} exited with {how}{_said(last)}; mpirun on "
+                       f"{_where(launcher)} had not exited {facts.bound:g}s after its last rank ended, and was stopped",
+                       f"Read what it printed: mpijob logs {facts.job} --rank {rank}.", launcher.name, rank,
+                       launcher.host)
     said = "\n".join(ln.text for ln in facts.launcher_log if ln.rank is None)
     for pattern, how in ((_EXITED, "code"), (_SIGNALED, "signal"), (_HYDRA, "code")):
         if m := pattern.search(said):
-            rank, code, launcher = int(m.group(1)), int(m.group(2)), _launcher(facts)
+            rank, code = int(m.group(1)), int(m.group(2))
             last = next((ln.text for ln in reversed(facts.launcher_log) if ln.rank == rank and ln.text.strip()), "")
             return Failure(names.FAILURE_PROGRAM, f"rank {rank} ended with {how} {code}{_said(last)}; mpirun on "
                            f"{_where(launcher)} had not exited {facts.bound:g}s after its last rank ended, and was "

@@ -116,3 +116,12 @@ def test_a_node_not_ready_says_what_it_listens_on_and_the_fix_follows() -> None:
     assert found.summary.endswith(f"within 9s: {why}") and "/usr/sbin/sshd -De" in found.fix
     plain = bound_failures.not_ready_why(timeout, _facts(starting=True, ready_timeout=9))
     assert plain.summary == timeout.summary and plain.fix.endswith(f'annotation {names.ANNOTATION_READY_TIMEOUT} (e.g. "5m").')
+
+
+def test_the_ranks_own_exit_statuses_decide_over_mpiruns_silence() -> None:
+    quiet = _facts(bound=30, launcher_log=(Line(1, "bye"),))
+    assert bound_failures.launcher_hung(quiet, ((0, 0), (1, 0))) is None
+    failed = bound_failures.launcher_hung(quiet, ((0, 0), (1, 3), (2, -9)))
+    assert failed is not None and failed.rank == 1 and failed.summary.startswith("rank 1 exited with code 3: bye;")
+    killed = bound_failures.launcher_hung(quiet, ((2, -9),))
+    assert killed is not None and killed.summary.startswith("rank 2 exited with signal 9;"), killed

@@ -60,6 +60,15 @@ def test_mpirun_outliving_its_ranks_is_noticed_after_the_grace_once_the_log_is_q
     assert _run(t, Look(5.5, 5, {}, 2, output=20, cpu={"a": 4, "b": 4})) == [Kind.HUNG]
 
 
+def test_the_ranks_exits_seen_go_with_the_verdict() -> None:
+    t = Tracker(BOUNDS, 0)
+    _run(t, Look(1, 5, {0: "a", 1: "b"}, 2, output=1, cpu={"a": 1}))
+    _run(t, Look(2, 5, {1: "b"}, 2, output=1, cpu={"a": 2}, ended={0: 0}))
+    verdicts = [v for look in (Look(3, 5, {}, 2, output=1, cpu={"a": 3}, ended={1: 3}),
+                               Look(6.5, 5, {}, 2, output=1, cpu={"a": 4})) if (v := t.see(look))]
+    assert [v.kind for v in verdicts] == [Kind.HUNG] and verdicts[0].exits == ((0, 0), (1, 3))
+
+
 def test_a_rank_running_again_or_output_resets_the_grace() -> None:
     t = Tracker(BOUNDS, 0)
     _run(t, Look(1, 5, {0: "a"}, 1, output=1, cpu={"a": 1}))
@@ -121,6 +130,27 @@ def test_a_look_finds_mpirun_its_ranks_and_the_world(fake_mpirun: subprocess.Pop
     assert look.mpirun == fake_mpirun.pid and look.ranks == {0: "l", 2: "l"} and look.world_size == 3
     assert logged[0] == frozenset({1}) and not any(logged[1:])  # each line read once
     assert look.output == log.stat().st_size and look.cpu["l"] >= 0
+
+
+def test_a_look_reads_an_ended_ranks_exit_status(tmp_path: Path) -> None:
+    script = tmp_path / "mpirun"
+    script.write_text("#!/bin/sh\nOMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=1 sh -c 'sleep 1; exit 7' &\nsleep 30\n")
+    script.chmod(0o755)
+    proc = subprocess.Popen([str(script)], start_new_session=True)
+    try:
+        dog = Watchdog([Pod("l", (proc.pid,), None, launcher=True)], RANKS, tmp_path / "log", Tracker(BOUNDS, 0))
+        deadline = time.monotonic() + 10
+        while dog.look(1.0).ranks != {0: "l"} and time.monotonic() < deadline:
+            time.sleep(0.05)  # seen running: its pidfd is held; it exits 7 a second after its start
+        ended: dict[int, int] = {}
+        while not ended and time.monotonic() < deadline:
+            ended = dog.look(2.0).ended
+            time.sleep(0.05)
+        assert ended == {0: 7}, ended
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        dog.close()
 
 
 def test_a_process_listening_elsewhere_is_named() -> None:

@@ -28,8 +28,10 @@ from mpijob.api.bound_failures import ELSEWHERE
 from mpijob.api.bounds import Bounds
 from mpijob.api.mpi_output import parse_rank_field
 from mpijob.controllers.kubelet.cgroups import PodCgroup
+from mpijob.controllers.trainer import rank_exits
 
 POLL = 1.0  # seconds between looks
+ENDED_TRIES = 5  # looks an ended rank's status is asked for before it is given up (its daemon reaps it first)
 ORPHAN_SCAN = 5.0  # seconds between looks through all of /proc for a process sandbox's orphans (the costly part)
 IDLE_CPU = 0.02  # a pod using less than this share of one core is idle
 MIN_CPU = 0.05  # CPU seconds a pod must use since its last busy mark to count as busy (clock-tick noise)
@@ -57,6 +59,7 @@ class Look:
     cpu: dict[str, float] = field(default_factory=dict)  # pod → CPU seconds its processes have used
     output: int = 0  # bytes in the launcher's log
     logged: frozenset[int] = frozenset()  # ranks that printed a line since the last look
+    ended: dict[int, int] = field(default_factory=dict)  # rank → its exit code, of those seen to end since the last
 
 
 class Kind(enum.Enum):
@@ -76,6 +79,7 @@ class Verdict:
     daemons: tuple[str, ...] = ()
     idle: tuple[str, ...] = ()  # pods that used no CPU for the bound
     idle_ranks: tuple[int, ...] = ()
+    exits: tuple[tuple[int, int], ...] = ()  # (rank, exit code; -N: signal N) of the ranks seen to end
 
 
 class Tracker:
@@ -97,6 +101,7 @@ class Tracker:
         self.daemons: set[str] = set()
         self.wired = False
         self.ended_at: float | None = None  # since when no rank of a wired-up world runs
+        self.exits: dict[int, int] = {}
 
     def see(self, look: Look) -> Verdict | None:
         """What passing time says of the run, if anything: a bound passed, a stall begun or ended."""
@@ -121,6 +126,7 @@ class Tracker:
         return busy
 
     def _wireup(self, look: Look) -> Verdict | None:
+        self.exits.update(look.ended)
         if not self.wired:
             self.seen |= set(look.ranks) | look.logged
             self.world_size = max(self.world_size, look.world_size)
@@ -154,7 +160,7 @@ class Tracker:
 
     def _verdict(self, kind: Kind, bound: float, **more: tuple) -> Verdict:
         return Verdict(kind, bound, self.world_size, tuple(sorted(self.seen)), tuple(sorted(self.reporting)),
-                       tuple(sorted(self.daemons)), **more)
+                       tuple(sorted(self.daemons)), exits=tuple(sorted(self.exits.items())), **more)
 
 
 # -- looking at the job (I/O) ------------------------------------------------------------------------------
@@ -232,6 +238,9 @@ class Watchdog:
         self.orphans = orphans
         self.adopted: dict[str, list[int]] = {}
         self.known: dict[tuple[int, int], tuple[int, int] | None] = {}  # (pid, start) → its (rank, world size)
+        # (pid, start) → (rank, a pidfd on it, looks left to read its end): a rank's exit status, read by whoever
+        # holds its pidfd once its daemon has reaped it (Linux 6.15, rank_exits.exit_status)
+        self.held: dict[tuple[int, int], tuple[int, int, int]] = {}
         self.scanned = -ORPHAN_SCAN  # when the orphans were last looked for
 
     def look(self, at: float) -> Look:
@@ -265,6 +274,7 @@ class Watchdog:
                         world = max(world, found[1])  # a rank's leftover child (`cmd &`) knows the world's size too
                         if under_mpi:
                             ranks.setdefault(found[0], pod.name)
+                            self._hold(pid, stat.start, found[0])
                     launches = name in names or name in daemon_names
                     below += [(c, launches) for c in _children(pid, stat.threads)]
                 if not below:
@@ -277,7 +287,40 @@ class Watchdog:
         except OSError:
             output = 0
         logged = self._logged(output) if mpirun is not None and not self.tracker.wired else frozenset()
-        return Look(at, mpirun, ranks, world, frozenset(daemons), cpu, output, logged)
+        return Look(at, mpirun, ranks, world, frozenset(daemons), cpu, output, logged, self._ended())
+
+    def _hold(self, pid: int, start: int, rank: int) -> None:
+        if (pid, start) in self.held or not rank_exits.supported():
+            return
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            return
+        if (now := _stat(pid)) is None or now.start != start:  # the pid was reused before it could be held
+            os.close(fd)
+            return
+        self.held[(pid, start)] = (rank, fd, ENDED_TRIES)
+
+    def _ended(self) -> dict[int, int]:
+        """rank → exit code (-N: killed by signal N) of the held ranks that have ended and been reaped."""
+        out = {}
+        for key, (rank, fd, tries) in list(self.held.items()):
+            if (now := _stat(key[0])) is not None and now.start == key[1]:
+                continue  # still running (or not reaped yet)
+            status = rank_exits.exit_status(fd)
+            if status is None and tries > 1:
+                self.held[key] = (rank, fd, tries - 1)
+                continue
+            if status is not None:
+                out[rank] = os.waitstatus_to_exitcode(status)
+            os.close(fd)
+            del self.held[key]
+        return out
+
+    def close(self) -> None:
+        for _, fd, _ in self.held.values():
+            os.close(fd)
+        self.held.clear()
 
     def _rank(self, pid: int, start: int) -> tuple[int, int] | None:
         """(rank, world size) of a process, its environment read once (a rank's variables stay as they were)."""
@@ -308,15 +351,23 @@ class Watchdog:
         """Look until a verdict ends the run (wire-up timed out, mpirun outlived its ranks, a stall when the
         job fails for one), telling `report` of the others (a stall begun, or ended)."""
         loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(POLL)
-            look = await asyncio.to_thread(self.look, loop.time())
-            verdict = self.tracker.see(look)
-            if verdict is None:
-                continue
-            if verdict.kind in (Kind.WIREUP, Kind.HUNG) or (verdict.kind is Kind.STALLED and self.tracker.bounds.stall_fail):
-                return verdict
-            report(verdict)
+        looking: asyncio.Future[Look] | None = None
+        try:
+            while True:
+                await asyncio.sleep(POLL)
+                looking = asyncio.ensure_future(asyncio.to_thread(self.look, loop.time()))
+                look = await asyncio.shield(looking)  # a cancelled watch lets a look in its thread finish
+                verdict = self.tracker.see(look)
+                if verdict is None:
+                    continue
+                if verdict.kind in (Kind.WIREUP, Kind.HUNG) or (verdict.kind is Kind.STALLED and self.tracker.bounds.stall_fail):
+                    return verdict
+                report(verdict)
+        finally:  # the pidfds go once no look can be using them
+            if looking is not None and not looking.done():
+                looking.add_done_callback(lambda _: self.close())
+            else:
+                self.close()
 
 
 def marked(markers: dict[tuple[tuple[str, str], ...], str], orphans: bool = False) -> dict[str, list[int]]:
