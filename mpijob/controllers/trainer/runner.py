@@ -478,11 +478,13 @@ class JobRunner:
         elif verdict.kind is watchdog.Kind.STALLED:
             found = bound_failures.stalled(facts)
         else:
-            failed = bound_failures.launcher_hung(facts)
+            failed = bound_failures.launcher_hung(facts, verdict.exits)
             launcher = next(p for p in self.plan.pods if p.is_launcher)
+            codes = ", ".join(f"rank {r}: {c}" for r, c in verdict.exits[:16]) or "none read"
             self.report(verdict, f"mpirun in launcher pod {launcher.name} had not exited {verdict.bound:g}s after "
                                  "every rank ended and the log went quiet: it was stopped, and the job ends as its "
-                                 f"ranks did ({'failed: ' + failed.summary if failed else 'every rank succeeded'})")
+                                 f"ranks did ({'failed: ' + failed.summary if failed else 'no rank failed'}; exit "
+                                 f"codes read: {codes})")
             if failed is None:
                 return Outcome(True, names.REASON_COMPLETED, "jobset completed successfully")
             found = failed
