@@ -223,3 +223,24 @@ def test_a_stall_fails_the_job_when_it_asks(api: httpx.Client, started: dict[str
     message = _failed_within(api, "bd-stall-fail", started["bd-stall-fail"], 5)
     assert message.startswith(f"{names.FAILURE_STALLED}: nothing was printed"), message
     assert message.endswith("See docs/troubleshooting.md#stalled"), message
+
+
+def test_the_same_bounds_hold_in_the_process_sandbox(new_server: Callable[..., Any],
+                                                     connect: Callable[..., httpx.Client]) -> None:
+    """No PID namespace there: Open MPI's daemons daemonize out of their pods' trees and an ssh agent leaves its
+    pod's process group; the watchdog finds them by their pods' markers, and teardown ends them."""
+    info = new_server("bounds-process", env={"MPIJOB_SANDBOX": "process"})
+    assert info.sandbox_mode == "process"
+    chosen = ("bd-wireup", "bd-hung", "bd-stall-fail", "bd-busy")
+    with connect(info) as c:
+        for name in chosen:
+            create(c, _job(name, *JOBS[name]))
+        ended = {name: wait_finished(c, name, timeout=180) for name in chosen}
+        failed = {name: (condition(tj, "Failed") or {}).get("message", "") for name, tj in ended.items()}
+        assert failed["bd-wireup"].startswith(f"{names.FAILURE_WIREUP_TIMEOUT}: mpirun on launcher pod"), failed
+        assert "no MPI daemon started there" in failed["bd-wireup"], failed
+        assert failed["bd-stall-fail"].startswith(f"{names.FAILURE_STALLED}: nothing was printed"), failed
+        assert condition(ended["bd-hung"], "Complete") and condition(ended["bd-busy"], "Complete"), failed
+        [warning] = _warnings(c, "bd-hung", names.REASON_LAUNCHER_HUNG)
+        assert "(no rank failed; exit codes read: rank 0: 0, rank 1: 0)" in warning, warning
+        assert not _warnings(c, "bd-busy", names.FAILURE_STALLED)
