@@ -33,6 +33,22 @@ def test_wire_up_ends_when_every_rank_of_the_world_was_seen() -> None:
     assert _run(t, Look(100, 7, {0: "a"}, 2, cpu={"a": 99})) == []  # wired: no wire-up bound any more
 
 
+def test_without_a_world_size_every_daemon_running_ranks_ends_wire_up() -> None:
+    t = Tracker(BOUNDS, 0)  # Hydra under -pmi-port: PMI_ID, and no PMI_SIZE
+    _run(t, Look(1, 7, {0: "a"}, 0, frozenset({"a", "b"}), cpu={"a": 1}, started={"a": 1}))
+    assert not t.wired
+    _run(t, Look(2, 7, {0: "a", 1: "b"}, 0, frozenset({"a", "b"}), cpu={"a": 2}, started={"a": 1, "b": 1}))
+    assert t.wired
+
+
+def test_a_rank_that_cleared_its_environment_still_counts_as_started() -> None:
+    t = Tracker(BOUNDS, 0)
+    _run(t, Look(1, 7, {0: "a"}, 2, frozenset({"a", "b"}), cpu={"a": 1}, started={"a": 1}))
+    assert not t.wired  # one process of a world of two
+    _run(t, Look(2, 7, {0: "a"}, 2, frozenset({"a", "b"}), cpu={"a": 2}, started={"a": 1, "b": 1}))
+    assert t.wired
+
+
 def test_wire_up_times_out_counted_from_mpiruns_start_not_the_launchers() -> None:
     t = Tracker(BOUNDS, 0)
     assert _run(t, Look(30, cpu={"l": 30})) == []  # the launcher works before it calls mpirun: not wire-up

@@ -39,6 +39,7 @@ LOG_READ = 1 << 22  # bytes of new log read per look while wiring up (only the r
 LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "prterun", "prte", "mpiexec.hydra"})
 DAEMONS = frozenset({"orted", "prted", "hydra_pmi_proxy", "hydra_bstrap_proxy"})
 NOT_RANKS = LAUNCHERS | DAEMONS | {"ssh", "sshd"}
+HYDRA_RANK, HYDRA_PMI_ID = "PMI_RANK", "PMI_ID"  # Hydra's rank, and its name under `-pmi-port` (no size then)
 COMM_LEN = 15  # the kernel keeps this many characters of a process's name
 PROC = Path("/proc")
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -60,6 +61,8 @@ class Look:
     output: int = 0  # bytes in the launcher's log
     logged: frozenset[int] = frozenset()  # ranks that printed a line since the last look
     ended: dict[int, int] = field(default_factory=dict)  # rank → its exit code, of those seen to end since the last
+    # pod → its processes started by an MPI daemon (ranks, whether or not their environment says so)
+    started: dict[str, int] = field(default_factory=dict)
 
 
 class Kind(enum.Enum):
@@ -99,6 +102,8 @@ class Tracker:
         self.world_size = 0
         self.reporting: set[str] = set()
         self.daemons: set[str] = set()
+        self.started = 0  # the most processes MPI's daemons were seen to run at once
+        self.hosting: set[str] = set()  # the pods where they ran
         self.wired = False
         self.ended_at: float | None = None  # since when no rank of a wired-up world runs
         self.exits: dict[int, int] = {}
@@ -132,7 +137,13 @@ class Tracker:
             self.world_size = max(self.world_size, look.world_size)
             self.reporting |= set(look.ranks.values())
             self.daemons |= look.daemons
+            self.started = max(self.started, sum(look.started.values()))
+            self.hosting |= set(look.started)
             if self.world_size and self.seen >= set(range(self.world_size)):
+                self.wired = True
+            elif self.started and self.daemons and self.daemons <= self.hosting and self.started >= self.world_size:
+                # as many processes started as the world has ranks, on every daemon's pod (a rank that cleared
+                # its environment is one), or, where no rank says the world's size, ranks on every daemon's pod
                 self.wired = True
             elif look.at - self.mpirun_at > self.bounds.wireup:
                 return self._verdict(Kind.WIREUP, self.bounds.wireup)
@@ -222,8 +233,11 @@ def _rank(pid: int, variables: tuple[str, str]) -> tuple[int, int] | None:
     except OSError:
         return None
     found = dict(e.decode(errors="replace").partition("=")[::2] for e in environ if b"=" in e)
-    rank, size = found.get(variables[0], ""), found.get(variables[1], "")
-    return (int(rank), int(size)) if rank.isdigit() and size.isdigit() else None
+    rank = found.get(variables[0], "")
+    if not rank and variables[0] == HYDRA_RANK:
+        rank = found.get(HYDRA_PMI_ID, "")
+    size = found.get(variables[1], "")
+    return (int(rank), int(size) if size.isdigit() else 0) if rank.isdigit() else None
 
 
 class Watchdog:
@@ -245,7 +259,7 @@ class Watchdog:
 
     def look(self, at: float) -> Look:
         """The job now: its mpirun, ranks, daemons, CPU time and output."""
-        mpirun, ranks, world, daemons, cpu = None, {}, 0, set(), {}
+        mpirun, ranks, world, daemons, cpu, started = None, {}, 0, set(), {}, {}
         names = {n[:COMM_LEN] for n in LAUNCHERS}
         daemon_names, skip = {n[:COMM_LEN] for n in DAEMONS}, {n[:COMM_LEN] for n in NOT_RANKS}
         if self.orphans and at - self.scanned >= ORPHAN_SCAN:
@@ -257,10 +271,11 @@ class Watchdog:
         anywhere = not self.tracker.wired and not self.tracker.world_size
         for pod in self.pods:
             used = 0.0
-            level = [(pid, False) for pid in (*pod.roots, *adopted.get(pod.name, ()))]
+            level = [(pid, "") for pid in (*pod.roots, *adopted.get(pod.name, ()))]  # (pid, the MPI process above)
             for _ in range(64):  # deeper than any real tree; a bound, not a hope
                 below = []
-                for pid, under_mpi in level:
+                for pid, parent in level:
+                    under_mpi = bool(parent)
                     stat = _stat(pid)
                     if stat is None:
                         continue
@@ -270,12 +285,14 @@ class Watchdog:
                         mpirun = pid
                     if name in daemon_names:
                         daemons.add(pod.name)
+                    if parent in daemon_names and name not in skip:  # not mpirun's: an ssh agent may be anything
+                        started[pod.name] = started.get(pod.name, 0) + 1
                     if name not in skip and (under_mpi or anywhere) and (found := self._rank(pid, stat.start)):
                         world = max(world, found[1])  # a rank's leftover child (`cmd &`) knows the world's size too
                         if under_mpi:
                             ranks.setdefault(found[0], pod.name)
                             self._hold(pid, stat.start, found[0])
-                    launches = name in names or name in daemon_names
+                    launches = name if name in names or name in daemon_names else ""
                     below += [(c, launches) for c in _children(pid, stat.threads)]
                 if not below:
                     break
@@ -287,7 +304,7 @@ class Watchdog:
         except OSError:
             output = 0
         logged = self._logged(output) if mpirun is not None and not self.tracker.wired else frozenset()
-        return Look(at, mpirun, ranks, world, frozenset(daemons), cpu, output, logged, self._ended())
+        return Look(at, mpirun, ranks, world, frozenset(daemons), cpu, output, logged, self._ended(), started)
 
     def _hold(self, pid: int, start: int, rank: int) -> None:
         if (pid, start) in self.held or not rank_exits.supported():
