@@ -15,6 +15,11 @@ many more runs under load are in docs/mpi-implementations.md."""
 from __future__ import annotations
 
 import copy
+import os
+import pwd
+import random
+import socket
+import subprocess
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,7 +30,17 @@ from e2e_support import TRAINER, create, https_client, job_pods, launcher_of, po
 
 from mpijob.api import mpi_impl, names, runtimes
 from mpijob.api.mpi_output import LauncherOutput
-from mpijob.controllers.kubelet.sandbox import NAMESPACE, PROBE_SUBSYSTEM, PROCESS, JobFiles, User
+from mpijob.controllers.kubelet.sandbox import (
+    ACCEPTED,
+    NAMESPACE,
+    PRIVSEP_DIR,
+    PROBE_SUBSYSTEM,
+    PROCESS,
+    SSH_PORT,
+    SSHD,
+    JobFiles,
+    User,
+)
 from mpijob.store.supervisor import ServerInfo
 
 RUNTIMES = f"{TRAINER}/namespaces/default/trainingruntimes"
@@ -63,6 +78,63 @@ def test_the_ssh_probe_asks_for_a_subsystem_and_relays_acceptance_only_once_ssh_
     ssh = argv[argv.index("ssh"):]
     assert ssh[-1] == PROBE_SUBSYSTEM and "-s" in ssh and ssh[-2] == "10.244.1.2"
     assert '$("$@"' in argv[2]  # ACCEPTED is echoed after ssh's exit, from what it printed
+
+
+def test_the_ssh_probe_logs_in_and_leaves_sshd_nothing_to_say(tmp_path: Path) -> None:
+    """The probe, killed as soon as it says ACCEPTED (as the runner does), against a real sshd configured as
+    a node's: every probe is accepted and sshd's log stays empty; a key sshd does not know is not accepted."""
+    files = JobFiles(tmp_path, PROCESS)
+    files.keys.mkdir()
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(files.keys / "id_rsa")], check=True)
+    (files.keys / "authorized_keys").write_text((files.keys / "id_rsa.pub").read_text())
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(files.host_key)], check=True)
+    files.ssh_config.write_text("Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"
+                                "  BatchMode yes\n  LogLevel ERROR\n")
+    user = User(os.geteuid(), os.getegid(), pwd.getpwuid(os.geteuid()).pw_name, str(tmp_path))
+    ip = f"127.{random.randrange(100, 200)}.{random.randrange(1, 250)}.{random.randrange(1, 250)}"
+    config = tmp_path / "sshd_config"
+    config.write_text(files._sshd_config(fake_plan(files), user, ip, {}))
+    if os.geteuid() == 0:
+        os.makedirs(PRIVSEP_DIR, mode=0o755, exist_ok=True)
+    log = tmp_path / "sshd.log"
+    with log.open("wb") as err:
+        sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        wait_for(lambda: answers(ip), "sshd listening")
+
+        def probe(argv: list[str]) -> bytes:
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            assert p.stdout is not None
+            line = p.stdout.readline()
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=30)
+            return line.strip()
+
+        said = [probe(files.ssh_probe(ip, user)) for _ in range(20)]
+        assert said == [ACCEPTED.encode()] * 20
+        (files.keys / "authorized_keys").write_text("")
+        assert probe(files.ssh_probe(ip, user)) == b""
+    finally:
+        sshd.terminate()
+        sshd.wait(timeout=30)
+    assert log.read_text() == ""
+
+
+def answers(ip: str) -> bool | None:
+    """Whether sshd answers at `ip` with its banner (given one back, as the runner's check does: a client
+    that says nothing is an error sshd logs)."""
+    try:
+        with socket.create_connection((ip, SSH_PORT), timeout=2) as s:
+            banner = s.recv(64)
+            s.sendall(b"SSH-2.0-mpijob-test\r\n")
+            return banner.startswith(b"SSH-") or None
+    except OSError:
+        return None
+
+
+def fake_plan(files: JobFiles):  # noqa: ANN201 - what _sshd_config reads of a plan
+    return type("Plan", (), {"ssh_auth_mount_path": str(files.keys)})()
 
 
 def test_intel_mpi_keeps_hydras_own_topology_library() -> None:
