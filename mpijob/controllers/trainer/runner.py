@@ -309,8 +309,9 @@ class JobRunner:
             line = await asyncio.wait_for(probe.stdout.readline(), min(within, READY_TIMEOUT))
         except asyncio.TimeoutError:
             line = b""
-        if probe.returncode is None:
-            probe.kill()
+        finally:  # cancelled too (another node failed first): the probe does not outlive the wait
+            if probe.returncode is None:
+                probe.kill()
         await probe.wait()
         return line.strip() == ACCEPTED.encode()
 
@@ -342,7 +343,12 @@ class JobRunner:
             if self.files.runs_sshd(plan, launcher):
                 await self._start(launcher, users[launcher.name], sshd_only=True)
                 waits.append(self._ready(launcher, users[launcher.name], Proc(launcher.name, Role.SSHD)))
-            await asyncio.gather(*waits)
+            readying = [asyncio.ensure_future(w) for w in waits]
+            try:
+                await asyncio.gather(*readying)
+            finally:  # the first node that fails ends the wait for the others (no probe, no Event after the end)
+                for task in readying:
+                    task.cancel()
             self._check_stop()
             await self._start(launcher, users[launcher.name])
             outcome = await self._supervise()
