@@ -446,6 +446,8 @@ class JobFiles:
             "ssh", "-F", str(self.ssh_config), "-i", str(self.keys / "id_rsa"),
             "-o", "ConnectTimeout=2", "-o", "IdentitiesOnly=yes", "-o", "KexAlgorithms=curve25519-sha256",
             "-o", "PermitLocalCommand=yes", "-o", f"LocalCommand=echo {ACCEPTED}",
+            # the runner kills the shell, not ssh: a node that stops answering ends ssh within seconds
+            "-o", "ServerAliveInterval=1", "-o", "ServerAliveCountMax=3",
             "-s", "-l", user.name, "-p", str(SSH_PORT), ip, PROBE_SUBSYSTEM,
         ]
         relay = f'said=$("$@" 2>/dev/null); [ "$said" = {ACCEPTED} ] && echo "$said"'
