@@ -25,7 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mpijob.api.bounds import Bounds
-from mpijob.controllers.trainer.watchdog import ORPHAN_SCAN, POLL, Pod, Tracker, Watchdog, marked, tree
+from mpijob.controllers.trainer.procfs import marked, tree
+from mpijob.controllers.trainer.watchdog import ORPHAN_SCAN, POLL, Pod, Tracker, Watchdog
 
 RANKS = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")
 

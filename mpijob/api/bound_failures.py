@@ -78,7 +78,7 @@ def launcher_hung(facts: Facts, exits: tuple[tuple[int, int], ...] = ()) -> Fail
     return None
 
 
-ELSEWHERE = "it listens elsewhere than"  # how the runner's /proc reading (watchdog.not_listening) begins, when it is so
+ELSEWHERE = "it listens elsewhere than"  # how the runner's /proc reading (procfs.not_listening) begins, when it is so
 
 
 def not_ready_why(found: Failure, facts: Facts) -> Failure:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from mpijob.api.bounds import Bounds
-from mpijob.controllers.trainer.watchdog import Kind, Look, Pod, Tracker, Watchdog, not_listening
+from mpijob.controllers.trainer.procfs import not_listening
+from mpijob.controllers.trainer.watchdog import Kind, Look, Pod, Tracker, Watchdog
 
 BOUNDS = Bounds(ready=10, wireup=5, exit_grace=3, stall=20)
 RANKS = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")

@@ -37,7 +37,7 @@ from mpijob.controllers.kubelet.sandbox import (
     kubernetes_env,
     pod_path,
 )
-from mpijob.controllers.trainer import rank_exits, watchdog
+from mpijob.controllers.trainer import procfs, rank_exits, watchdog
 from mpijob.controllers.trainer.pod_env import PodEnv, local_mca, values
 from mpijob.controllers.trainer.stops import Outcome, Stop, Then
 from mpijob.store.logs import LogStore
@@ -258,7 +258,7 @@ class JobRunner:
 
     def _why_not_ready(self, proc: pods.PodProcess) -> str:
         """What /proc tells of a pod whose sshd never answered on SSH_PORT (listening elsewhere, not at all)."""
-        return watchdog.not_listening([proc.pid], SSH_PORT)
+        return procfs.not_listening([proc.pid], SSH_PORT)
 
     def _unhealthy(self, pod: PodPlan, ip: str, answered: bool, left: float) -> None:
         """The kubelet's Warning on a pod whose readiness probe keeps failing, so a wait is never silent."""
@@ -561,7 +561,7 @@ class JobRunner:
         daemons and its ssh agents start sessions and groups of their own, and a rank's leftover child holds
         its pod's output open, so its supervisor would wait for it for ever."""
         markers = {tuple(self.env.marker(pod).items()): pod.name for pod in self.plan.pods}
-        for pids in watchdog.marked(markers).values():
+        for pids in procfs.marked(markers).values():
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)

@@ -7,10 +7,14 @@ launcher's log) and hands what it saw to a `Tracker`, which is pure: it keeps th
 
 * wire-up runs from the launcher's MPI launcher (mpirun, mpiexec, prterun) appearing to every rank of its
   world seen: a rank is a process whose environment holds its rank (`Implementation.rank_variables`),
-  seen running below an MPI daemon or the launcher, or a line it printed. A launcher that works before it
-  calls mpirun is not in wire-up until it does.
+  seen running below an MPI daemon or the launcher, or a line it printed; or, where no rank tells the
+  world's size (or one cleared its environment), as many processes started by MPI's daemons as the world
+  has ranks, on every daemon's pod. A launcher that works before it calls mpirun is not in wire-up until
+  it does.
 * an mpirun outlives its ranks when, after wire-up, no rank runs any more and the log has not grown for
-  the exit grace.
+  the exit grace; the ranks' own exit statuses come from the pidfds held on them (`rank_exits`).
+* the process sandbox has no PID namespace: a pod's daemonized MPI daemons and orphans are found by its
+  marker (`procfs.marked`).
 * a job looks stalled when the launcher's log has not grown and no pod's processes used CPU (less than
   `IDLE_CPU` of a core) for the stall bound; a rank computing in silence is not stalled.
 """
@@ -24,25 +28,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpijob.api.bound_failures import ELSEWHERE
 from mpijob.api.bounds import Bounds
 from mpijob.api.mpi_output import parse_rank_field
 from mpijob.controllers.kubelet.cgroups import PodCgroup
-from mpijob.controllers.trainer import rank_exits
+from mpijob.controllers.trainer import procfs, rank_exits
 
 POLL = 1.0  # seconds between looks
 ENDED_TRIES = 5  # looks an ended rank's status is asked for before it is given up (its daemon reaps it first)
-ORPHAN_SCAN = 5.0  # seconds between looks through all of /proc for a process sandbox's orphans (the costly part)
+ORPHAN_SCAN = 5.0  # seconds between looks through /proc for a process sandbox's orphans once wired up (costly)
 IDLE_CPU = 0.02  # a pod using less than this share of one core is idle
 MIN_CPU = 0.05  # CPU seconds a pod must use since its last busy mark to count as busy (clock-tick noise)
 LOG_READ = 1 << 22  # bytes of new log read per look while wiring up (only the rank field of each line matters)
 LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "prterun", "prte", "mpiexec.hydra"})
 DAEMONS = frozenset({"orted", "prted", "hydra_pmi_proxy", "hydra_bstrap_proxy"})
 NOT_RANKS = LAUNCHERS | DAEMONS | {"ssh", "sshd"}
-HYDRA_RANK, HYDRA_PMI_ID = "PMI_RANK", "PMI_ID"  # Hydra's rank, and its name under `-pmi-port` (no size then)
 COMM_LEN = 15  # the kernel keeps this many characters of a process's name
-PROC = Path("/proc")
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 # -- what one look saw, and what it means ---------------------------------------------------------------
@@ -188,58 +188,6 @@ class Pod:
     marker: tuple[tuple[str, str], ...] = ()  # the variables every process of the pod carries (pod_env.marker)
 
 
-@dataclass(frozen=True)
-class _Stat:
-    name: str
-    cpu: float  # seconds, user + system
-    threads: int
-    start: int  # clock ticks after boot: tells a reused pid apart
-
-
-def _stat(pid: int) -> _Stat | None:
-    """What /proc/<pid>/stat says of a process."""
-    try:
-        raw = (PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    head, _, rest = raw.rpartition(")")
-    fields = rest.split()
-    return _Stat(head.partition("(")[2], (int(fields[11]) + int(fields[12])) / TICKS, int(fields[17]), int(fields[19]))
-
-
-def _children(pid: int, threads: int = 0) -> list[int]:
-    """A process's children, from every one of its threads (PRRTE's daemons fork on threads)."""
-    if threads == 1:  # one thread: its own list is all (no look through the task folder)
-        try:
-            return [int(c) for c in (PROC / str(pid) / "task" / str(pid) / "children").read_text().split()]
-        except OSError:
-            return []
-    out: list[int] = []
-    try:
-        for task in os.scandir(PROC / str(pid) / "task"):
-            try:
-                out += [int(c) for c in (Path(task.path) / "children").read_text().split()]
-            except OSError:
-                continue
-    except OSError:
-        pass
-    return out
-
-
-def _rank(pid: int, variables: tuple[str, str]) -> tuple[int, int] | None:
-    """(rank, world size) from a process's environment, when it is a rank."""
-    try:
-        environ = (PROC / str(pid) / "environ").read_bytes().split(b"\0")
-    except OSError:
-        return None
-    found = dict(e.decode(errors="replace").partition("=")[::2] for e in environ if b"=" in e)
-    rank = found.get(variables[0], "")
-    if not rank and variables[0] == HYDRA_RANK:
-        rank = found.get(HYDRA_PMI_ID, "")
-    size = found.get(variables[1], "")
-    return (int(rank), int(size) if size.isdigit() else 0) if rank.isdigit() else None
-
-
 class Watchdog:
     """Looks at a running job once a second; the runner acts on its verdicts."""
 
@@ -262,8 +210,8 @@ class Watchdog:
         mpirun, ranks, world, daemons, cpu, started = None, {}, 0, set(), {}, {}
         names = {n[:COMM_LEN] for n in LAUNCHERS}
         daemon_names, skip = {n[:COMM_LEN] for n in DAEMONS}, {n[:COMM_LEN] for n in NOT_RANKS}
-        if self.orphans and at - self.scanned >= ORPHAN_SCAN:
-            self.adopted = marked({pod.marker: pod.name for pod in self.pods if pod.marker}, orphans=True)
+        if self.orphans and (not self.tracker.wired or at - self.scanned >= ORPHAN_SCAN):  # each look in wire-up
+            self.adopted = procfs.marked({pod.marker: pod.name for pod in self.pods if pod.marker}, orphans=True)
             self.scanned = at
         adopted = self.adopted
         # a rank's environment is read below an MPI daemon; elsewhere (a rank's leftover child) only while the
@@ -276,7 +224,7 @@ class Watchdog:
                 below = []
                 for pid, parent in level:
                     under_mpi = bool(parent)
-                    stat = _stat(pid)
+                    stat = procfs.read_stat(pid)
                     if stat is None:
                         continue
                     name = stat.name
@@ -293,7 +241,7 @@ class Watchdog:
                             ranks.setdefault(found[0], pod.name)
                             self._hold(pid, stat.start, found[0])
                     launches = name if name in names or name in daemon_names else ""
-                    below += [(c, launches) for c in _children(pid, stat.threads)]
+                    below += [(c, launches) for c in procfs.children(pid, stat.threads)]
                 if not below:
                     break
                 level = below
@@ -313,7 +261,7 @@ class Watchdog:
             fd = os.pidfd_open(pid)
         except OSError:
             return
-        if (now := _stat(pid)) is None or now.start != start:  # the pid was reused before it could be held
+        if (now := procfs.read_stat(pid)) is None or now.start != start:  # the pid was reused before it could be held
             os.close(fd)
             return
         self.held[(pid, start)] = (rank, fd, ENDED_TRIES)
@@ -322,7 +270,7 @@ class Watchdog:
         """rank → exit code (-N: killed by signal N) of the held ranks that have ended and been reaped."""
         out = {}
         for key, (rank, fd, tries) in list(self.held.items()):
-            if (now := _stat(key[0])) is not None and now.start == key[1]:
+            if (now := procfs.read_stat(key[0])) is not None and now.start == key[1]:
                 continue  # still running (or not reaped yet)
             status = rank_exits.exit_status(fd)
             if status is None and tries > 1:
@@ -345,7 +293,7 @@ class Watchdog:
         if key not in self.known:
             if len(self.known) > 100_000:  # a bound on a long job's memory of processes long gone
                 self.known.clear()
-            self.known[key] = _rank(pid, self.rank_variables)
+            self.known[key] = procfs.rank_of(pid, self.rank_variables)
         return self.known[key]
 
     def _logged(self, size: int) -> frozenset[int]:
@@ -385,80 +333,3 @@ class Watchdog:
                 looking.add_done_callback(lambda _: self.close())
             else:
                 self.close()
-
-
-def marked(markers: dict[tuple[tuple[str, str], ...], str], orphans: bool = False) -> dict[str, list[int]]:
-    """pod → the machine's processes that carry its marker (`orphans`: only children of init), by /proc."""
-    found: dict[str, list[int]] = {}
-    me = os.getpid()
-    for entry in os.scandir(PROC):
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            if orphans and (Path(entry.path) / "stat").read_text().rpartition(")")[2].split()[1] != "1":
-                continue
-            environ = set((Path(entry.path) / "environ").read_bytes().split(b"\0"))
-        except (OSError, IndexError):
-            continue
-        for marker, pod in markers.items():
-            if all(f"{k}={v}".encode() in environ for k, v in marker):
-                found.setdefault(pod, []).append(int(entry.name))
-    return found
-
-
-# -- why a node is not ready: what its processes listen on --------------------------------------------------
-
-
-def tree(roots: Iterable[int]) -> list[int]:
-    """Every process below `roots`, the roots included."""
-    out, level = [], list(roots)
-    for _ in range(64):
-        out += level
-        level = [c for pid in level for c in _children(pid)]
-        if not level:
-            break
-    return out
-
-
-def listening(roots: Iterable[int]) -> list[tuple[int, str]]:
-    """(port, program) of every TCP socket a pod's processes listen on, read from their own network's /proc."""
-    pids = tree(roots)
-    owner: dict[str, str] = {}  # socket inode → the program holding it
-    for pid in pids:
-        stat = _stat(pid)
-        try:
-            fds = os.listdir(PROC / str(pid) / "fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                target = os.readlink(PROC / str(pid) / "fd" / fd)
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                owner.setdefault(target[8:-1], stat.name if stat else "?")
-    found: set[tuple[int, str]] = set()
-    for pid in pids[:1]:
-        for table in ("tcp", "tcp6"):
-            try:
-                lines = (PROC / str(pid) / "net" / table).read_text().splitlines()[1:]
-            except OSError:
-                continue
-            for line in lines:
-                fields = line.split()
-                if len(fields) > 9 and fields[3] == "0A" and fields[9] in owner:  # 0A: LISTEN
-                    found.add((int(fields[1].rpartition(":")[2], 16), owner[fields[9]]))
-    return sorted(found)
-
-
-def not_listening(roots: Iterable[int], port: int) -> str:
-    """Why nothing of a pod answers SSH on `port`, where /proc can tell ("" where it cannot)."""
-    sockets = listening(roots)
-    if not sockets:
-        programs = sorted({s.name for pid in tree(roots) if (s := _stat(pid))})
-        return (f"none of its processes listens on a TCP port (they are: {', '.join(programs)})" if programs
-                else "")
-    if any(p == port for p, _ in sockets):
-        return ""  # listening where it should: what it answered, or refused, says why
-    said = ", ".join(f"{program} on port {p}" for p, program in sockets)
-    return f"{ELSEWHERE} the probe's port {port}: {said}"
