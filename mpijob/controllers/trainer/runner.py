@@ -416,7 +416,8 @@ class JobRunner:
             job=self.plan.job, culprit=culprit, pods=tuple(self._pod_facts(p) for p in self.plan.pods),
             launcher_log=tuple(_ranked(line) for line in tail.decode(errors="replace").splitlines()),
             slots=hosts * self.plan.slots, hosts=hosts, key_dir=self.plan.ssh_auth_mount_path,
-            ready_timeout=self.ready_timeout, **more)  # type: ignore[arg-type]
+            ready_timeout=self.ready_timeout, implementation=self.plan.mpi_implementation,
+            **more)  # type: ignore[arg-type]
 
     async def _rank_failed(self, waits: list[asyncio.Future]) -> Outcome | None:  # type: ignore[type-arg]
         """Under Hydra, until a pod ends or the watchdog's verdict (`waits`): the outcome of a rank's non-zero
