@@ -6,14 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import enum
 import json
 import logging
 import os
 import signal
-import socket
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from mpijob.api import bound_failures, failures, mpi_impl, names
@@ -22,14 +19,11 @@ from mpijob.api.mpi_output import asks_for_tags, parse_rank_field
 from mpijob.api.plan import PodPlan, RunPlan, plan_from_dict
 from mpijob.api.quantity import quantity_value
 from mpijob.api.resources import PODS
-from mpijob.controllers import events
 from mpijob.controllers.kubelet import mpi_installs, pods, shim, trainer_status, workload
 from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
 from mpijob.controllers.kubelet.network import JobNetwork, namespace_name
 from mpijob.controllers.kubelet.sandbox import (
-    ACCEPTED,
     NAMESPACE,
-    SSH_PORT,
     YIELD_WHEN_IDLE,
     JobFiles,
     User,
@@ -37,20 +31,18 @@ from mpijob.controllers.kubelet.sandbox import (
     kubernetes_env,
     pod_path,
 )
-from mpijob.controllers.trainer import procfs, rank_exits, watchdog
+from mpijob.controllers.trainer import procfs, watchdog
 from mpijob.controllers.trainer.pod_env import PodEnv, local_mca, values
+from mpijob.controllers.trainer.procs import SUPERVISOR_DIR, Proc, Role
+from mpijob.controllers.trainer.readiness import NodeFailed, Readiness
 from mpijob.controllers.trainer.stops import Outcome, Stop, Then
+from mpijob.controllers.trainer.verdicts import Verdicts
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
-READY_TIMEOUT = 60.0  # seconds one key probe may take (the whole wait is the run's `Bounds.ready`)
 READY_TIMEOUT_ENV = "MPIJOB_READY_TIMEOUT"  # the server's default for `Bounds.ready` (docs/troubleshooting.md)
-CONNECT_TIMEOUT = 2.0  # seconds a probe's TCP connect may take (a dropped SYN would take minutes)
-UNHEALTHY_AFTER = 10.0  # seconds a node may be not ready before its pod gets the kubelet's Unhealthy Event
-KUBELET = "kubelet"  # the component of a pod's Events, as kube's
 LOG_TAIL = 200  # lines of the launcher's log the failure classifier reads
-PROBE_INTERVAL = 0.01
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL when tearing a job down
 CAUSE_WINDOW = 0.5  # seconds a failed launcher waits for a node that may have failed with it (`_supervise`)
 RUN_RECORD = "run.json"  # in the job's directory: what a restarted server needs to take the run over
@@ -62,25 +54,7 @@ def ready_default() -> float | None:
     return float(value) if value else None
 
 
-class Role(enum.Enum):
-    """Which process of a pod: its container, or the sshd a process-mode launcher host runs beside it."""
-
-    CONTAINER = "container"
-    SSHD = "sshd"
-
-
-SUPERVISOR_DIR = {Role.CONTAINER: "supervisor", Role.SSHD: "supervisor-sshd"}  # in the pod's directory (shim.py)
-
-
-@dataclass(frozen=True)
-class Proc:
-    """The key of one supervised process: its pod and its role there."""
-
-    pod: str
-    role: Role = Role.CONTAINER
-
-
-class JobRunner:
+class JobRunner(Readiness, Verdicts):
     def __init__(
         self, store: Store, logs: LogStore, files: JobFiles, plan: RunPlan, ips: dict[str, str], cluster_id: str,
         gpus: dict[str, list[int]] | None = None, cores: dict[str, list[int]] | None = None,
@@ -228,92 +202,10 @@ class JobRunner:
         # probe on port 2222, see _ready), the launcher (no probe) as soon as it runs
         pods.set_running(self.store, self.plan.namespace, pod.name, self.ips[pod.hostname], ready=pod.is_launcher)
 
-    async def _ready(self, pod: PodPlan, user: User, key: Proc) -> None:
-        """Wait until the pod's sshd (`key`: its container, or the sshd beside a launcher's) accepts the job
-        key (a real ssh authentication)."""
-        ip = self.ips[pod.hostname]
-        proc = self.procs[key]
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        deadline = started + self.ready_timeout
-        answered = False  # whether its sshd ever spoke SSH: if so, the key is what it refused
-        warned = False
-        while True:
-            self._check_stop()
-            if not proc.running:
-                self.exits[key] = await proc.wait()
-                raise NodeFailed(pod, answered)
-            if loop.time() > deadline:
-                raise NodeFailed(pod, answered, await asyncio.to_thread(self._why_not_ready, proc) if not answered else "")
-            if not warned and loop.time() - started > min(UNHEALTHY_AFTER, self.ready_timeout / 2):
-                warned = True
-                self._unhealthy(pod, ip, answered, deadline - loop.time())
-            if await self._sshd_answers(ip):
-                answered = True
-                if await self._key_accepted(ip, user, max(deadline - loop.time(), CONNECT_TIMEOUT)):
-                    if key.role is Role.CONTAINER:
-                        pods.set_running(self.store, self.plan.namespace, pod.name, ip, ready=True)
-                    return
-            await asyncio.sleep(PROBE_INTERVAL)
-
-    def _why_not_ready(self, proc: pods.PodProcess) -> str:
-        """What /proc tells of a pod whose sshd never answered on SSH_PORT (listening elsewhere, not at all)."""
-        return procfs.not_listening([proc.pid], SSH_PORT)
-
-    def _unhealthy(self, pod: PodPlan, ip: str, answered: bool, left: float) -> None:
-        """The kubelet's Warning on a pod whose readiness probe keeps failing, so a wait is never silent."""
-        stored = self.store.try_get(PODS, self.plan.namespace, pod.name)
-        if stored is None:
-            return
-        said = "sshd answers but does not accept the job's SSH key" if answered else "nothing answers SSH"
-        events.record(self.store, stored, names.REASON_UNHEALTHY,
-                      f"Readiness probe failed: {said} at {ip}:{SSH_PORT}; the job fails if it is not ready "
-                      f"within {left:.0f}s more ({names.ANNOTATION_READY_TIMEOUT}: {self.ready_timeout:g}s)",
-                      warning=True, component=KUBELET)
-
     def _last_line(self, log_name: str) -> str:
         """What a pod said last (sshd's reason for refusing to start, say), for the failure message."""
         tail = self.logs.read(self.plan.namespace, log_name, names.CONTAINER, tail_lines=1)
         return tail.decode(errors="replace").strip()
-
-    async def _sshd_answers(self, ip: str) -> bool:
-        """Cheap pre-check before a real login: the sshd is up and speaks SSH. We send our own
-        identification before closing so sshd has nothing to complain about in the pod's log."""
-        sock = self.network.socket() if self.network else socket.socket()
-        sock.setblocking(False)
-        try:
-            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (ip, SSH_PORT)), CONNECT_TIMEOUT)
-            reader, writer = await asyncio.open_connection(sock=sock)
-        except (OSError, asyncio.TimeoutError):
-            sock.close()
-            return False
-        try:
-            banner = await asyncio.wait_for(reader.readline(), 2)
-            writer.write(b"SSH-2.0-mpijob-probe\r\n")
-            await writer.drain()
-        except (OSError, asyncio.TimeoutError):
-            banner = b""
-        writer.close()
-        return banner.startswith(b"SSH-")
-
-    async def _key_accepted(self, ip: str, user: User, within: float = READY_TIMEOUT) -> bool:
-        argv = self.files.ssh_probe(ip, user)
-        probe = await asyncio.create_subprocess_exec(
-            *(self.network.enter(argv) if self.network else argv),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        assert probe.stdout
-        try:
-            line = await asyncio.wait_for(probe.stdout.readline(), min(within, READY_TIMEOUT))
-        except asyncio.TimeoutError:
-            line = b""
-        finally:  # cancelled too (another node failed first): the probe does not outlive the wait
-            if probe.returncode is None:
-                probe.kill()
-        await probe.wait()
-        return line.strip() == ACCEPTED.encode()
 
     async def run(self) -> Outcome:
         """Nodes first, the launcher once every node accepts the job key; then supervise."""
@@ -419,83 +311,10 @@ class JobRunner:
             ready_timeout=self.ready_timeout, implementation=self.plan.mpi_implementation,
             **more)  # type: ignore[arg-type]
 
-    async def _rank_failed(self, waits: list[asyncio.Future]) -> Outcome | None:  # type: ignore[type-arg]
-        """Under Hydra, until a pod ends or the watchdog's verdict (`waits`): the outcome of a rank's non-zero
-        exit, which Hydra would wait out (rank_exits.py); None once one of `waits` is done, and at once for
-        other MPIs or where the kernel cannot tell."""
-        if not (self.impl.hydra and rank_exits.supported()):
-            return None
-        watched = {pod.name: (pod.host, tuple(p.pid for k, p in self.procs.items() if k.pod == pod.name))
-                   for pod in self.plan.pods}
-        hosts = sum(1 for p in self.plan.pods if p.in_hostfile)
-        ranks = asyncio.ensure_future(rank_exits.Watch(watched, hosts).first_failure())
-        await asyncio.wait([*waits, ranks], return_when=asyncio.FIRST_COMPLETED)
-        if not ranks.done() or any(w.done() for w in waits) or self.stopped:  # a stopping job's exits are its own
-            ranks.cancel()
-            return None
-        if ranks.exception() is not None:  # a bug of the watch's must not end the run: Hydra's own end decides
-            log.error("the rank watch of job %s/%s failed", self.plan.namespace, self.plan.job,
-                      exc_info=ranks.exception())
-            return None
-        for w in waits:
-            w.cancel()
+    def _launcher_proc(self) -> tuple[str, pods.PodProcess]:
+        """The launcher pod's name and its container's process."""
         launcher = next(p.name for p in self.plan.pods if p.is_launcher)
-        # mpiexec first, and without a word: stopped after its proxies, it prints their lost connections
-        self.procs[Proc(launcher)].kill(signal.SIGKILL)
-        try:  # its end, recorded by its supervisor
-            code: int | None = (await asyncio.wait_for(self.procs[Proc(launcher)].wait(), STOP_GRACE * 5)).code
-        except asyncio.TimeoutError:
-            code = None
-        ended = ranks.result()
-        last = next((ln.text for ln in reversed(self._facts(launcher).launcher_log)
-                     if ln.rank == ended.rank and ln.text.strip()), "")
-        found = rank_exits.failure(self.plan.job, ended, launcher, last, code)
-        return Outcome(False, names.REASON_FAILED_JOBS, found.message, found.reason)
-
-    # -- the watchdog: bounds no exit shows (watchdog.py) ------------------------------------------------
-
-    def _watchdog(self) -> watchdog.Watchdog:
-        launcher = next(p for p in self.plan.pods if p.is_launcher)
-        watched = [watchdog.Pod(pod.name, tuple(p.pid for k, p in self.procs.items() if k.pod == pod.name),
-                                self.cgroups.get(pod.name), pod.is_launcher, tuple(self.env.marker(pod).items()))
-                   for pod in self.plan.pods]
-        log = self.logs.path(self.plan.namespace, launcher.name, names.CONTAINER)
-        tracker = watchdog.Tracker(self.bounds, asyncio.get_running_loop().time())
-        return watchdog.Watchdog(watched, self.impl.rank_variables, log, tracker, orphans=self.mode != NAMESPACE)
-
-    def _verdict_facts(self, verdict: watchdog.Verdict) -> failures.Facts:
-        launcher = next(p for p in self.plan.pods if p.is_launcher)
-        return self._facts(launcher.name, bound=verdict.bound, world_size=verdict.world_size,
-                           ranks_seen=verdict.ranks_seen, reporting=verdict.reporting, daemons=verdict.daemons,
-                           idle=verdict.idle, idle_ranks=verdict.idle_ranks)
-
-    def _report(self, verdict: watchdog.Verdict) -> None:
-        """A stall begun (its message, with the idle pods and ranks) or ended, for the controller to show."""
-        if verdict.kind is watchdog.Kind.STALLED:
-            self.report(verdict, bound_failures.stalled(self._verdict_facts(verdict)).message)
-        else:
-            self.report(verdict, "output or CPU use resumed")
-
-    def _bound_passed(self, verdict: watchdog.Verdict) -> Outcome:
-        """The outcome of a run the watchdog ends: wire-up timed out, a stall (when the job fails for one), or
-        mpirun outliving its ranks, which ends the job as its ranks ended (`failures.launcher_hung`)."""
-        facts = self._verdict_facts(verdict)
-        if verdict.kind is watchdog.Kind.WIREUP:
-            found = bound_failures.wireup_timeout(facts)
-        elif verdict.kind is watchdog.Kind.STALLED:
-            found = bound_failures.stalled(facts)
-        else:
-            failed = bound_failures.launcher_hung(facts, verdict.exits)
-            launcher = next(p for p in self.plan.pods if p.is_launcher)
-            codes = ", ".join(f"rank {r}: {c}" for r, c in verdict.exits[:16]) or "none read"
-            self.report(verdict, f"mpirun in launcher pod {launcher.name} had not exited {verdict.bound:g}s after "
-                                 "every rank ended and the log went quiet: it was stopped, and the job ends as its "
-                                 f"ranks did ({'failed: ' + failed.summary if failed else 'no rank failed'}; exit "
-                                 f"codes read: {codes})")
-            if failed is None:
-                return Outcome(True, names.REASON_COMPLETED, "jobset completed successfully")
-            found = failed
-        return Outcome(False, names.REASON_FAILED_JOBS, found.message, found.reason)
+        return launcher, self.procs[Proc(launcher)]
 
     def _pod_facts(self, pod: PodPlan) -> failures.PodFacts:
         key = next((k for k in (Proc(pod.name), Proc(pod.name, Role.SSHD)) if k in self.exits), None)
@@ -620,15 +439,6 @@ class JobRunner:
 
 class Stopped(Exception):
     """`stop()` came while the job was still starting."""
-
-
-class NodeFailed(Exception):
-    """A node's sshd exited (its exit is in `JobRunner.exits`), or did not accept the job key in time,
-    before the launcher started; `answered`: whether it ever spoke SSH."""
-
-    def __init__(self, pod: PodPlan, answered: bool, why: str = "") -> None:
-        super().__init__(pod.name)
-        self.pod, self.answered, self.why = pod, answered, why  # why: what /proc told of it (`_why_not_ready`)
 
 
 def _ranked(line: str) -> failures.Line:
