@@ -69,9 +69,10 @@ def _job(name: str, command: list[str], annotations: dict[str, str], runtime: st
 
 
 def _mpijob() -> str:
-    """A legacy MPIJob whose workers start sshd through a shell, on another port, and whose launcher waits for
-    them to be ready: on a cluster of old it waited Pending, saying nothing."""
-    worker = {"name": "mpi-worker", "image": "mpioperator/openmpi", "command": ["bash", "-c", ELSEWHERE]}
+    """A legacy MPIJob whose workers start sshd through a shell, on another port than their readiness probe's,
+    and whose launcher waits for them to be ready: on a cluster of old it waited Pending, saying nothing."""
+    worker = {"name": "mpi-worker", "image": "mpioperator/openmpi", "command": ["bash", "-c", ELSEWHERE],
+              "readinessProbe": {"tcpSocket": {"port": 2222}}}  # as Trainer's node has: never ready here
     launcher = {"name": "mpi-launcher", "image": "mpioperator/openmpi", "command": ["mpirun", "hostname"]}
     return yaml.safe_dump({
         "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
@@ -100,9 +101,10 @@ def runtime(api: httpx.Client) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def started(api: httpx.Client, runtime: str, kubectl: Kubectl) -> dict[str, float]:
-    """Every job of the module created at once; when each was."""
-    at = {}
+def started(api: httpx.Client, runtime: str, kubectl: Kubectl) -> Iterator[dict[str, float]]:
+    """Every job of the module created at once; when each was. All deleted afterwards, before their runtime:
+    a TrainJob whose runtime is gone makes the upstream SDK's list_jobs fail for the whole namespace."""
+    at: dict[str, float] = {}
     for name, (command, annotations) in JOBS.items():
         create(api, _job(name, command, annotations))
         at[name] = time.time()
@@ -111,7 +113,12 @@ def started(api: httpx.Client, runtime: str, kubectl: Kubectl) -> dict[str, floa
     kubectl("create", "namespace", "ee-bounds")
     kubectl("apply", "-n", "ee-bounds", "-f", "-", input=_mpijob())
     at[MPIJOB] = time.time()
-    return at
+    yield at
+    jobs = [f"{TRAINER}/namespaces/default/trainjobs/{name}" for name in at if name != MPIJOB]
+    for job in jobs:
+        api.delete(job)
+    kubectl("delete", "namespace", "ee-bounds", "--wait=false")
+    wait_for(lambda: all(api.get(job).status_code == 404 for job in jobs), "the module's TrainJobs gone")
 
 
 def _failed_within(api: httpx.Client, name: str, created: float, bound: float) -> str:

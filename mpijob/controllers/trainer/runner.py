@@ -229,9 +229,11 @@ class JobRunner(Readiness, Verdicts):
             await asyncio.gather(*(self._start(p, users[p.name]) for p in nodes))
             self._check_stop()
             # A node whose command is not the managed sshd is probed too when the launcher waits for nodes
-            # Ready (MPI Operator's WaitForWorkersReady): it fails within the bound, saying why, not at mpirun.
+            # Ready (MPI Operator's WaitForWorkersReady) and it declares a readiness probe, as a kubelet would
+            # probe it: it fails within the bound, saying why, not at mpirun. Without a probe it is Ready running.
             waits = [self._ready(p, users[p.name], Proc(p.name)) for p in nodes
-                     if self.files.runs_sshd(plan, p) or (launcher.depends_on_nodes_ready and p.in_hostfile)]
+                     if self.files.runs_sshd(plan, p) or (launcher.depends_on_nodes_ready and p.in_hostfile
+                                                          and _probed(p))]
             if self.files.runs_sshd(plan, launcher):
                 await self._start(launcher, users[launcher.name], sshd_only=True)
                 waits.append(self._ready(launcher, users[launcher.name], Proc(launcher.name, Role.SSHD)))
@@ -439,6 +441,11 @@ class JobRunner(Readiness, Verdicts):
 
 class Stopped(Exception):
     """`stop()` came while the job was still starting."""
+
+
+def _probed(pod: PodPlan) -> bool:
+    """Whether the pod's container declares a readiness probe (which the local cluster runs as its own)."""
+    return any(c.get("readinessProbe") for c in (pod.pod_spec.get("containers") or [])[:1])
 
 
 def _ranked(line: str) -> failures.Line:

@@ -16,6 +16,8 @@ export const FAILURE_ANCHORS = {
   NCCLError: 'nccl-error-or-timeout',
   ProgramFailed: 'program-failed',
   MPINotInstalled: 'mpi-implementation-not-installed',
+  WireUpTimeout: 'wire-up-timeout',
+  Stalled: 'stalled',
 };
 
 export const roleOf = (pod) => (pod.metadata.labels || {})[LABEL_RJOB] || '';
