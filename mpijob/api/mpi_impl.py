@@ -124,15 +124,13 @@ class Implementation:
                 "OMPI_MCA_plm_rsh_agent": agent, "PRTE_MCA_plm_ssh_agent": agent,
                 "OMPI_MCA_plm_rsh_no_tree_spawn": "1", "PRTE_MCA_plm_ssh_no_tree_spawn": "1"}
 
-    def launcher_config(self, home: str, address: str | None = None) -> tuple[str, dict[str, str]]:
+    def launcher_config(self, home: str) -> tuple[str, dict[str, str]]:
         """What the launcher's home gets so its output is tagged with ranks: the file's content ("" for
-        none) and the variables that point Hydra at it. `address`: the launcher's own, which Hydra's proxies
-        connect back to (`-localhost`) where its host name is the machine's (the process sandbox): that name
-        need not resolve, and on a fresh Debian root it does not ("unable to get host address for vm")."""
+        none) and the variables that point Hydra at it."""
         if not self.hydra:
             return "", {}
-        config = HYDRA_CONFIG.rstrip("\n") + (f" -localhost {address}" if address else "") + "\n"  # one line: MPICH reads one
-        return config, ({HYDRA_CONFIG_VARIABLE: f"{home}/{HYDRA_CONFIG_FILE}"} if self.name == names.MPI_MPICH else {})
+        return HYDRA_CONFIG, ({HYDRA_CONFIG_VARIABLE: f"{home}/{HYDRA_CONFIG_FILE}"}
+                              if self.name == names.MPI_MPICH else {})
 
 
 IMPLEMENTATIONS: dict[str, Implementation] = {i.name: i for i in (

@@ -304,8 +304,7 @@ class JobFiles:
             _write(d / "sshd_config", self._sshd_config(plan, user, own, session_env,
                                                         self.launcher_sshd(plan, pod)), 0o600)
         if pod.is_launcher:  # Hydra's default options (rank tags), read from the launcher's home
-            config, _ = mpi_impl.IMPLEMENTATIONS[plan.mpi_implementation].launcher_config(
-                user.home, own if self.mode == PROCESS else None)
+            config, _ = mpi_impl.IMPLEMENTATIONS[plan.mpi_implementation].launcher_config(user.home)
             if config:
                 _write(home / mpi_impl.HYDRA_CONFIG_FILE, config, 0o644)
                 os.chown(home / mpi_impl.HYDRA_CONFIG_FILE, user.uid, user.gid)
