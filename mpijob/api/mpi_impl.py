@@ -23,6 +23,7 @@ ANNOTATION_FIELD = f"metadata.annotations[{names.ANNOTATION_MPI_IMPLEMENTATION}]
 # tags chunks, not lines, so a line can hold several tags: the pattern is Open MPI's tag, not
 # `-prepend-rank`'s `[3] `, which a program's own text (`x[3] = 1`) holds too often to be read mid-line.
 HYDRA_CONFIG_VARIABLE = "HYDRA_CONFIG_FILE"
+LOOPBACK = "lo"
 HYDRA_CONFIG_FILE = ".mpiexec.conf"
 HYDRA_CONFIG = "-prepend-pattern [1,%r]<stdout>:\n"
 # Every implementation's launchers and daemons, by program name: Open MPI 4 (ORTE), Open MPI 5 (PRRTE),
@@ -113,12 +114,14 @@ class Implementation:
 
     def elsewhere_env(self, hostfile: str, ssh_config: str) -> dict[str, str]:
         """The launcher's variables when it has no private /etc/mpi or /etc/ssh (the process sandbox): the
-        job's hostfile where it is, and ssh told which config to read."""
+        job's hostfile where it is, ssh told which config to read, and Hydra's proxies told to call back over
+        the loopback, every pod's network there, not at the machine's host name, which need not resolve."""
         ssh = f"-F {ssh_config} {names.RSH_ARGS}"
         if self.name == names.MPI_INTEL:
-            return {names.I_MPI_HOSTFILE: hostfile, names.I_MPI_SSH_ARGS: ssh}
+            return {names.I_MPI_HOSTFILE: hostfile, names.I_MPI_SSH_ARGS: ssh, names.I_MPI_IFACE: LOOPBACK}
         if self.name == names.MPI_MPICH:
-            return {names.HYDRA_HOSTFILE: hostfile, names.HYDRA_SSH_ARGS: ssh, names.HYDRA_LAUNCHER_SSH_ARGS: ssh}
+            return {names.HYDRA_HOSTFILE: hostfile, names.HYDRA_SSH_ARGS: ssh, names.HYDRA_LAUNCHER_SSH_ARGS: ssh,
+                    names.HYDRA_IFACE: LOOPBACK}
         agent = f"ssh -F {ssh_config}"
         return {names.OMPI_HOSTFILE: hostfile, names.PRTE_HOSTFILE: hostfile,
                 "OMPI_MCA_plm_rsh_agent": agent, "PRTE_MCA_plm_ssh_agent": agent,

@@ -378,6 +378,10 @@ I_MPI_PERHOST = "I_MPI_PERHOST"
 HYDRA_HOSTFILE = "HYDRA_HOST_FILE"
 HYDRA_SSH_ARGS = "HYDRA_LAUNCH_EXTRA_ARGS"
 HYDRA_LAUNCHER_SSH_ARGS = "HYDRA_LAUNCHER_EXTRA_ARGS"
+# The interface whose address Hydra's proxies call back to (its default is the host name, which in the
+# process sandbox is the machine's and need not resolve: a fresh Debian root does not list it).
+I_MPI_IFACE = "I_MPI_HYDRA_IFACE"
+HYDRA_IFACE = "HYDRA_IFACE"
 FAILURE_MPI_NOT_INSTALLED = "MPINotInstalled"  # the class of a job whose runtime's MPI install is missing
 
 # -- MPI Operator (kubeflow.org/v2beta1 MPIJob, legacy; docs/migration.md) ------------------------------
