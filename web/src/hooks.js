@@ -33,7 +33,8 @@ export function useListsWatch(paths) {
       (items) => { lists[i] = items; errors[i] = null; publish(); },
       (error) => { errors[i] = error; if (error) publish(); }));
     return () => stops.forEach((stop) => stop());
-  }, [key]); // eslint-disable-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- key stands for paths: a new array of the same URLs keeps the watches
+  }, [key]);
   return state;
 }
 
@@ -45,7 +46,8 @@ export function useCanI(attrs) {
     let live = true;
     canI(attrs).then((a) => live && setAllowed(a));
     return () => { live = false; };
-  }, [key]); // eslint-disable-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- key stands for attrs: a new object with the same fields asks nothing again
+  }, [key]);
   return allowed;
 }
 

@@ -44,7 +44,8 @@ function useListableNamespaces(enabled, { resource, group }) {
     Promise.all(visible.namespaces.map((namespace) => canI({ verb: 'list', resource, group, namespace })))
       .then((ok) => live && setAllowed(visible.namespaces.filter((_, i) => ok[i])));
     return () => { live = false; };
-  }, [enabled, key, resource, group]); // eslint-disable-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- key stands for visible's names: a new object with the same names asks nothing again
+  }, [enabled, key, resource, group]);
   return allowed;
 }
 

@@ -79,7 +79,8 @@ export function queueStatus(q) {
   return { active: active.status === 'True', text: active.status === 'True' ? 'Active' : (active.reason || 'Inactive'), message: active.message || '' };
 }
 
-const MAX_SHARE = 9223372036854775807; // Kueue's value for a queue of weight 0 that borrows
+// Kueue's value for a queue of weight 0 that borrows (2^63-1), as the double JSON.parse makes of it: 2^63.
+const MAX_SHARE = 9223372036854775808;
 
 /** The fair-sharing weighted share as Kueue reports it (per mille of what the cohort lends), as text; '' when absent. */
 export function weightedShare(cq) {

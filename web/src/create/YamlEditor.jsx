@@ -38,10 +38,12 @@ export default function YamlEditor({ initialText, onChange, serverCauses }) {
     });
     view.current = v;
     return () => { v.destroy(); view.current = null; };
-  }, []); // eslint-disable-line react-hooks/exhaustive-deps -- the editor owns its text once made
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- made once: the editor owns its text once made
+  }, []);
 
   const parsed = useMemo(() => parseYaml(text), [text]);
-  useEffect(() => { onChange(text, parsed.value); }, [parsed]); // eslint-disable-line react-hooks/exhaustive-deps
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- tells the parent once per parse, not whenever it passes a new onChange
+  useEffect(() => { onChange(text, parsed.value); }, [parsed]);
 
   const problems = useMemo(() => {
     const out = [...parsed.problems];

@@ -40,5 +40,5 @@ export function useChoices(namespace, runtimeKey) {
       priorities: names(priorities, 'WorkloadPriorityClasses'),
       defaults: { numNodes: policy.numNodes, numProcPerNode: procs },
     };
-  }, [cluster.items, cluster.error, local.items, queues, priorities, runtimeKey]);
+  }, [cluster, local.items, queues, priorities, runtimeKey]);
 }

@@ -7,7 +7,7 @@ import { stringify } from 'yaml';
 /** The object as `kubectl get -o yaml` shows it, without managedFields (noise to a reader). */
 export function toYaml(obj) {
   if (!obj) return '';
-  const { managedFields, ...metadata } = obj.metadata || {}; // eslint-disable-line no-unused-vars
+  const { managedFields, ...metadata } = obj.metadata || {};
   return stringify({ ...obj, metadata }, { lineWidth: 0, sortMapEntries: true }); // sorted, as kubectl prints
 }
 

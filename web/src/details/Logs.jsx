@@ -46,14 +46,16 @@ function marked(line, q) {
   return parts;
 }
 
-const LogLine = memo(({ line, q, podLabel }) => (
-  <div className="mpijob-logline">
-    <span className="mpijob-logline__ts" title={line.ts}>{clock(line.key)}</span>
-    <span className="mpijob-logline__pod" title={line.pod}>{podLabel}</span>
-    <span className="mpijob-logline__rank">{line.rank === null ? '-' : `r${line.rank}`}</span>
-    <span className="mpijob-logline__text">{marked(line, q)}</span>
-  </div>
-));
+const LogLine = memo(function LogLine({ line, q, podLabel }) {
+  return (
+    <div className="mpijob-logline">
+      <span className="mpijob-logline__ts" title={line.ts}>{clock(line.key)}</span>
+      <span className="mpijob-logline__pod" title={line.pod}>{podLabel}</span>
+      <span className="mpijob-logline__rank">{line.rank === null ? '-' : `r${line.rank}`}</span>
+      <span className="mpijob-logline__text">{marked(line, q)}</span>
+    </div>
+  );
+});
 
 function download(name, text) {
   const url = URL.createObjectURL(new Blob([text], { type: 'text/plain;charset=utf-8' }));
@@ -91,15 +93,18 @@ export default function Logs({ job, pods, runtime }) {
     const names = new Set(sortPods(pods).map((p) => p.metadata.name));
     all.forEach((l) => names.add(l.pod));
     return [...names];
-  }, [pods, version]); // eslint-disable-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- log.lines grows in place: version counts its changes
+  }, [pods, version]);
   const ranks = useMemo(() => {
     const seen = new Set();
     all.forEach((l) => l.rank !== null && seen.add(l.rank));
     return [...seen].sort((a, b) => a - b);
-  }, [version]); // eslint-disable-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- log.lines grows in place: version counts its changes
+  }, [version]);
 
   const filtered = useMemo(() => all.filter((l) => (pod === ALL || l.pod === pod)
-    && (rank === ALL || (rank === NO_RANK ? l.rank === null : l.rank === rank))), [version, pod, rank]); // eslint-disable-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- log.lines grows in place: version counts its changes
+    && (rank === ALL || (rank === NO_RANK ? l.rank === null : l.rank === rank))), [version, pod, rank]);
   const { matches, matchingLines } = useMemo(() => {
     if (!q) return { matches: 0, matchingLines: null };
     let n = 0;
@@ -185,7 +190,7 @@ export default function Logs({ job, pods, runtime }) {
         {log.dropped > 0 && <span>{`The first ${fmt(log.dropped)} lines were dropped (at most ${fmt(MAX_LINES)} are kept).`}</span>}
         <span>{live.length ? `Following ${live.join(', ')} live.` : 'No pod is running: the logs are complete.'}</span>
         {Object.entries(states).some(([uid, r]) => r.state === 'read' && pods.some((p) => p.metadata.uid === uid)) && (
-          <Button variant="link" isInline onClick={reread} data-testid="log-reread">Re-read the node pods' logs</Button>
+          <Button variant="link" isInline onClick={reread} data-testid="log-reread">{"Re-read the node pods' logs"}</Button>
         )}
         {Object.entries(states).filter(([, r]) => r.state === 'error').map(([uid, r]) => (
           <span key={uid} className="mpijob-log__error">{`${label(r.name)}: its log is not readable`}</span>

@@ -72,7 +72,7 @@ export function useMergedLogs(namespace, pods, followRole) {
       if (r.controller.signal.aborted) return;
       if (over()) { r.ended = true; setState(r, 'ended'); } else follow(r);
     }, RETRY_MS);
-  }, [namespace, log, setState]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [namespace, log, setState]);
 
   useEffect(() => {
     pods.forEach((pod) => {
@@ -94,7 +94,7 @@ export function useMergedLogs(namespace, pods, followRole) {
 
   const reread = useCallback(() => {
     readers.current.forEach((r) => { if (r.mode === 'read' && !gone(current(r))) readOnce(r); });
-  }, [readOnce]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [readOnce]);
 
   return { log, version, states, reread };
 }

@@ -62,7 +62,8 @@ function JobsPage({ visible }) {
   const filtered = useMemo(() => rows.filter((r) => matches(r, filters)), [rows, filters]);
   // Durations grow every second: only a duration sort needs re-sorting as the clock ticks.
   const sorted = useMemo(() => sortRows(filtered, sort.by, sort.direction, now),
-    [filtered, sort, sort.by === 'duration' ? now : 0]); // eslint-disable-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- now only while sorting by duration: other sorts ignore the clock
+    [filtered, sort, sort.by === 'duration' ? now : 0]);
   const lastPage = Math.max(1, Math.ceil(sorted.length / perPage));
   useEffect(() => { if (page > lastPage) setPage(lastPage); }, [page, lastPage]);
   const shown = sorted.slice((page - 1) * perPage, page * perPage);

@@ -9,16 +9,16 @@ import PauseCircleIcon from '@patternfly/react-icons/dist/esm/icons/pause-circle
 import SyncAltIcon from '@patternfly/react-icons/dist/esm/icons/sync-alt-icon.js';
 
 const LOOK = {
-  Queued: ['purple', <OutlinedClockIcon />],
-  Starting: ['teal', <InProgressIcon />],
-  Running: ['blue', <SyncAltIcon />],
-  Suspended: ['orange', <PauseCircleIcon />],
-  Succeeded: ['green', <CheckCircleIcon />],
-  Failed: ['red', <ExclamationCircleIcon />],
+  Queued: { color: 'purple', icon: <OutlinedClockIcon /> },
+  Starting: { color: 'teal', icon: <InProgressIcon /> },
+  Running: { color: 'blue', icon: <SyncAltIcon /> },
+  Suspended: { color: 'orange', icon: <PauseCircleIcon /> },
+  Succeeded: { color: 'green', icon: <CheckCircleIcon /> },
+  Failed: { color: 'red', icon: <ExclamationCircleIcon /> },
 };
 
 export default function StateLabel({ state, message, name }) {
-  const [color, icon] = LOOK[state] || ['grey', null];
+  const { color, icon } = LOOK[state] || { color: 'grey', icon: null };
   const text = <span data-testid="job-state">{state}</span>;
   if (!message || (state !== 'Queued' && state !== 'Failed')) return <Label color={color} icon={icon}>{text}</Label>;
   return (

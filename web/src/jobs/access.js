@@ -22,7 +22,8 @@ export function useCreatableNamespaces(visible) {
     let live = true;
     creatableNamespaces(visible.namespaces).then((n) => live && setNamespaces(n));
     return () => { live = false; };
-  }, [key]); // eslint-disable-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- key stands for visible's names: a new object with the same names asks nothing again
+  }, [key]);
   return namespaces;
 }
 

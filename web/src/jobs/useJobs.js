@@ -37,7 +37,8 @@ function useListsOnce(paths) {
     Promise.all(paths.map((p) => get(p).then((l) => l.items || [], () => [])))
       .then((lists) => live && setItems(lists.flat()));
     return () => { live = false; };
-  }, [key]); // eslint-disable-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- key stands for paths: a new array of the same URLs lists nothing again
+  }, [key]);
   return { items };
 }
 
@@ -55,7 +56,8 @@ function useWorkloads(visible) {
     Promise.all(wanted.map(review)).then((allowed) => live && setPaths(wanted.filter((_n, i) => allowed[i])
       .map((ns) => (ns ? `${KUEUE}/namespaces/${ns}/workloads` : `${KUEUE}/workloads`))));
     return () => { live = false; };
-  }, [key]); // eslint-disable-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- key stands for visible: a new object with the same namespaces asks nothing again
+  }, [key]);
   const workloads = useListsWatch(paths);
   return useMemo(() => workloadsByJob(workloads.items), [workloads.items]);
 }
