@@ -15,7 +15,9 @@ STAMP := $(VENV)/.installed
 APT_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client prometheus curl libfabric1
 # chromium + chromium-driver: the dashboard's browser tests (tests/dashboard) and bench/dashboard.py
 TEST_APT_PACKAGES := chromium chromium-driver
-PYTEST_ARGS ?= -q
+PYTEST_ARGS ?= -q --durations=30
+# The fast tier (no real MPI job end to end, no browser, no slow module): run it on every change
+FAST_TIER := not e2e and not browser and not slow
 # Open MPI 5, MPICH and Intel MPI, for runtimes that ask for them (docs/mpi-implementations.md): PyPI wheels
 # that each ship an `mpirun`, so each goes into a prefix of its own, $(MPI_DIR)/<name>/{bin,lib}. The stamp
 # names the version: changing a pin reinstalls that one only.
@@ -30,13 +32,16 @@ ifneq ($(filter test,$(MAKECMDGOALS)),)
 APT_PACKAGES += $(TEST_APT_PACKAGES)
 endif
 
-.PHONY: run test soak setup dashboard mpi-installs system-packages clean-venv
+.PHONY: run test test-fast soak setup dashboard mpi-installs system-packages clean-venv
 
 run: setup
 	$(VENV)/bin/mpijob run --replace -f examples/pi.yaml
 
 test: setup
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+test-fast: setup
+	$(VENV)/bin/pytest $(PYTEST_ARGS) -m '$(FAST_TIER)'
 
 # The control plane's soak at the issue's size: 40 jobs, 5 kill -9s of the server (`make test` runs 12 and 2)
 soak: setup

@@ -33,7 +33,8 @@ What is measured, per size (N jobs in namespace `default`, made through the API 
   patch of that job's `spec.suspend` (true, then false: Queued → Suspended → Queued), through the API.
   The delay covers the server's write, its watch event, the page's re-render.
 
-The browser runs without the back/forward cache (see NO_BFCACHE). Runs alternate (dashboard, baseline, ...) so both sides share the machine's noise; medians over `--runs`.
+The browser runs without the back/forward cache (see NO_BFCACHE). Runs alternate (dashboard, baseline, ...) so
+both sides share the machine's noise; medians over `--runs`.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -58,11 +59,12 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "dashboard"))
-from browser_support import Browsers, missing_tools  # noqa: E402 - the tests' browser (same flags, no downloads)
-from clusters import temp_cluster  # noqa: E402
-from startup import RUNTIME, BenchError  # noqa: E402 - the sibling bench modules
-from surfaces import ready_client  # noqa: E402
+from browser_support import Browsers, missing_tools
+from clusters import temp_cluster
+from startup import RUNTIME, BenchError
+from surfaces import ready_client
 
 NAMESPACE = "default"
 TRAINJOBS = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{NAMESPACE}/trainjobs"
@@ -157,7 +159,7 @@ def human(seconds: float) -> str:
 def static_page(jobs: list[dict[str, Any]], framework: str) -> str:
     """The first page of the list as the dashboard sorts it (newest first), as one plain HTML table."""
     jobs = sorted(jobs, key=lambda j: (j["metadata"]["creationTimestamp"], j["metadata"]["name"]), reverse=True)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     rows = []
     for j in jobs[:PAGE_SIZE]:
         meta = j["metadata"]
@@ -214,7 +216,8 @@ def load(driver: Any, url: str, want: int, *, cold: bool) -> dict[str, float]:
                 "return [window.__ready, p ? p.startTime : null, performance.getEntriesByType('navigation').length]")
             if got[0] is not None and got[1] is not None:
                 steps = driver.execute_script(STEPS)
-                return {"fcp": float(got[1]), "ready": float(got[0]), **{k: float(v) for k, v in steps.items() if v is not None}}
+                return {"fcp": float(got[1]), "ready": float(got[0]),
+                        **{k: float(v) for k, v in steps.items() if v is not None}}
             if time.monotonic() > deadline:
                 rows = driver.execute_script("return document.querySelectorAll('tr[data-job]').length")
                 raise BenchError(f"{url}: {rows} of {want} rows and paint {got[1]} after {TIMEOUT_S:.0f}s")
@@ -252,7 +255,8 @@ def measure(driver: Any, http: httpx.Client, dashboard: str, site: StaticSite, s
     want = min(size, PAGE_SIZE)
     out: dict[str, Any] = {"jobs": size, "rows_on_first_page": want}
     for mode in ("warm", "cold"):
-        ours: dict[str, list[float]] = {"fcp": [], "ready": [], "scripts_loaded": [], "session_asked": [], "jobs_listed": []}
+        ours: dict[str, list[float]] = {"fcp": [], "ready": [], "scripts_loaded": [], "session_asked": [],
+                                        "jobs_listed": []}
         base: dict[str, list[float]] = {"fcp": [], "ready": []}
         load(driver, dashboard, want, cold=False)  # prime the cache (and the server) once, not counted
         load(driver, site.url + page, want, cold=False)
@@ -291,7 +295,8 @@ def login(driver: Any, http: httpx.Client, base: str) -> None:
     deadline = time.monotonic() + TIMEOUT_S
     while not driver.execute_script("return document.querySelector('[data-testid=\"user\"]') !== null"):
         if time.monotonic() > deadline:
-            raise BenchError("the dashboard did not log in: " + driver.execute_script("return document.body.innerText")[:300])
+            raise BenchError("the dashboard did not log in: "
+                             + driver.execute_script("return document.body.innerText")[:300])
         time.sleep(0.05)
 
 
@@ -328,8 +333,10 @@ def run(runs: int, sizes: list[int]) -> dict[str, Any]:
         "runs": runs, "page_size": PAGE_SIZE, "chromium": "headless (Debian /usr/bin/chromium)",
         "sizes": results,
         "target_table_ready_ms_100": TARGET_READY_MS_100,
-        "meets_target_warm": None if hundred is None else hundred["warm"]["dashboard"]["table_ready_ms"]["median"] <= TARGET_READY_MS_100,
-        "meets_target_cold": None if hundred is None else hundred["cold"]["dashboard"]["table_ready_ms"]["median"] <= TARGET_READY_MS_100,
+        "meets_target_warm": None if hundred is None
+        else hundred["warm"]["dashboard"]["table_ready_ms"]["median"] <= TARGET_READY_MS_100,
+        "meets_target_cold": None if hundred is None
+        else hundred["cold"]["dashboard"]["table_ready_ms"]["median"] <= TARGET_READY_MS_100,
     }
 
 

@@ -7,23 +7,47 @@ extra servers in fresh homes; every server started here is stopped (and reaped) 
 
 from __future__ import annotations
 
-import base64
-import ssl
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-import yaml
+from support import https_client, kubectl_runner, scaled
 
 from mpijob.store import supervisor
 from mpijob.store.home import Home
 from mpijob.store.supervisor import ServerInfo
 
-KUBECTL = "/usr/bin/kubectl"
 NO_CONTROLLERS = {"MPIJOB_NO_CONTROLLERS": "1"}
+TESTS = Path(__file__).resolve().parent
+# The tiers (markers registered in pyproject.toml): a folder's tests all carry its tier; `slow` names
+# modules that take long on their own (measured with `--durations`), wherever they are.
+FOLDER_TIERS = {"e2e": "e2e", "dashboard": "browser"}
+SLOW = frozenset({
+    "server/test_fuzz.py",  # thousands of generated requests
+    "store/test_supervisor.py", "cli/test_cli_server.py",  # start and stop servers of their own
+    "cli/test_cli_run.py", "cli/test_cli_wait_logs.py", "cli/test_cli_describe_hint.py", "sdk/test_sdk_async.py",
+    "sdk/test_sdk_readme.py", "docs/test_quickstart.py", "controllers/test_process_mode.py",
+    "controllers/test_oom.py",  # real jobs
+    "test_web_build.py",  # two esbuild bundles
+})
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-timeout has read its settings
+def pytest_configure(config: pytest.Config) -> None:
+    limit = getattr(config, "_env_timeout", None)  # pytest-timeout's per-test limit, on this machine's scale
+    if limit:
+        config._env_timeout = scaled(limit)  # type: ignore[attr-defined]  # pytest-timeout keeps it there
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.path.relative_to(TESTS)
+        if tier := FOLDER_TIERS.get(path.parts[0]):
+            item.add_marker(tier)
+        if path.as_posix() in SLOW:
+            item.add_marker("slow")
 
 
 class Servers:
@@ -36,32 +60,14 @@ class Servers:
     def start(self, name: str, *, controllers: bool = True, home: Path | None = None,
               env: dict[str, str] | None = None) -> ServerInfo:
         h = Home(home or self.root / name).ensure()
-        info = supervisor.start(h, timeout=60, env={**(env or {}), **({} if controllers else NO_CONTROLLERS)})
+        info = supervisor.start(h, timeout=scaled(60), env={**(env or {}), **({} if controllers else NO_CONTROLLERS)})
         self.started.append(h)
         return info
 
     def stop_all(self) -> None:
         for h in self.started:
-            supervisor.stop(h, timeout=20, drain=True)  # nothing of a test outlives its session
+            supervisor.stop(h, timeout=scaled(20), drain=True)  # nothing of a test outlives its session
         self.started.clear()
-
-
-def kubeconfig_token(info: ServerInfo) -> str:
-    config = yaml.safe_load(info.kubeconfig.read_text())
-    return str(config["users"][0]["user"]["token"])
-
-
-def ca_context(info: ServerInfo) -> ssl.SSLContext:
-    config = yaml.safe_load(info.kubeconfig.read_text())
-    ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
-    return ssl.create_default_context(cadata=ca)
-
-
-def client(info: ServerInfo, *, token: str | None = None, timeout: float = 30) -> httpx.Client:
-    """An HTTPS client that trusts the server's CA and sends the admin token (or `token`)."""
-    bearer = kubeconfig_token(info) if token is None else token
-    headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
-    return httpx.Client(base_url=info.url, verify=ca_context(info), headers=headers, timeout=timeout)
 
 
 @pytest.fixture(scope="session")
@@ -89,29 +95,19 @@ def new_server(servers: Servers) -> Callable[..., ServerInfo]:
 def connect(server: ServerInfo) -> Callable[..., httpx.Client]:
     """`connect(info=server, token=None)`: a new client (close it; `token=""` sends none)."""
 
-    def make(info: ServerInfo | None = None, token: str | None = None, **kw: Any) -> httpx.Client:
-        return client(info or server, token=token, **kw)
+    def make(info: ServerInfo | None = None, token: str | None = None, timeout: float = 30) -> httpx.Client:
+        return https_client((info or server).kubeconfig, timeout, token)
 
     return make
 
 
 @pytest.fixture()
 def http(server: ServerInfo) -> Iterator[httpx.Client]:
-    with client(server) as c:
+    with https_client(server.kubeconfig, 30) as c:
         yield c
 
 
 @pytest.fixture(scope="session")
 def kubectl(server: ServerInfo, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run the machine's kubectl against `server`: `kubectl("get", "pods", check=False)`."""
-    cache = tmp_path_factory.mktemp("kubectl-cache")
-
-    def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 60,
-            **kw: Any) -> subprocess.CompletedProcess[str]:
-        cmd = [KUBECTL, "--kubeconfig", str(server.kubeconfig), "--cache-dir", str(cache), *args]
-        proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, **kw)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
-        return proc
-
-    return run
+    return kubectl_runner(server.kubeconfig, tmp_path_factory.mktemp("kubectl-cache"))

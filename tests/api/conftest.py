@@ -9,7 +9,7 @@ from functools import lru_cache
 import jsonschema
 import pytest
 import yaml
-from upstream_data import UPSTREAM
+from support import UPSTREAM
 
 
 def load_yaml(rel: str) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 
 import yaml
-from upstream_data import UPSTREAM
+from support import UPSTREAM
 
 from mpijob.api.kueue import owners
 from mpijob.api.kueue.adapters import workload_name, workload_object

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from upstream_data import UPSTREAM
+from support import UPSTREAM
 
 from mpijob.api import names
 from mpijob.api.errors import ApiError

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 import yaml
-from upstream_data import UPSTREAM
+from support import UPSTREAM
 
 from mpijob.api import names, render
 from mpijob.api.mpioperator import naming

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 from typer.testing import CliRunner
-from upstream_data import UPSTREAM
+from support import UPSTREAM
 
 from mpijob.api import names
 from mpijob.cli.exitcodes import Exit

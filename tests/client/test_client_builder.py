@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from upstream_data import UPSTREAM
+from support import UPSTREAM
 
 from mpijob.api import names
 from mpijob.api import trainjob as trainjob_rules

@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 import yaml
-from upstream_data import UPSTREAM
+from support import UPSTREAM
 
 from mpijob.api import netpol
 from mpijob.client.doctor import Facts, Status, cluster, default_job

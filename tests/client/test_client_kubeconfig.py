@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support import kubeconfig_token
 
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection
@@ -23,10 +24,6 @@ from mpijob.client.kubeconfig import Credentials, load, load_client_certificate
 from mpijob.store.supervisor import ServerInfo
 
 KUBECTL = "/usr/bin/kubectl"
-
-
-def kubeconfig_token(info: ServerInfo) -> str:
-    return str(yaml.safe_load(Path(info.kubeconfig).read_text())["users"][0]["user"]["token"])
 
 
 def _write(path: Path, doc: dict[str, Any]) -> Path:
@@ -135,7 +132,7 @@ def test_token_file_and_ca_file_and_a_json_kubeconfig(server: ServerInfo, tmp_pa
     cluster = _local(server)["clusters"][0]["cluster"]
     ca = tmp_path / "ca.pem"
     ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
-    (tmp_path / "token").write_text(kubeconfig_token(server) + "\n")
+    (tmp_path / "token").write_text(kubeconfig_token(server.kubeconfig) + "\n")
     path = _variant(server, tmp_path, "files.json", cluster={"server": cluster["server"], "certificate-authority": "ca.pem"},
                     user={"tokenFile": "token"}, as_json=True)
     assert _lists_trainjobs(path)
@@ -174,7 +171,7 @@ def test_an_exec_plugin_supplies_the_token(server: ServerInfo, tmp_path: Path, a
     plugin.chmod(0o755)
     calls = tmp_path / "calls"
     exec_spec = {"apiVersion": api_version, "command": "./bin/plugin", "args": [str(calls)], "interactiveMode": "Never",
-                 "provideClusterInfo": True, "env": [{"name": "GOOD_TOKEN", "value": kubeconfig_token(server)}]}
+                 "provideClusterInfo": True, "env": [{"name": "GOOD_TOKEN", "value": kubeconfig_token(server.kubeconfig)}]}
     path = _variant(server, tmp_path, "exec.yaml", user={"exec": exec_spec})
     with Connection(choose_cluster(path)) as conn:
         conn.list_trainjobs()
@@ -191,7 +188,7 @@ def test_an_exec_token_the_server_refuses_is_fetched_again(server: ServerInfo, t
     plugin.chmod(0o755)
     calls = tmp_path / "calls"
     exec_spec = {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "args": [str(calls)],
-                 "env": [{"name": "GOOD_TOKEN", "value": kubeconfig_token(server)}, {"name": "GOOD_FROM", "value": "2"}]}
+                 "env": [{"name": "GOOD_TOKEN", "value": kubeconfig_token(server.kubeconfig)}, {"name": "GOOD_FROM", "value": "2"}]}
     assert _lists_trainjobs(_variant(server, tmp_path, "stale.yaml", user={"exec": exec_spec}))
     assert calls.read_text() == "2"  # the first token got a 401; the plugin was asked again
 

@@ -14,27 +14,24 @@ Waiting is always a poll against a deadline; a deadline that passes fails with w
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
 import shutil
-import ssl
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx
-import yaml
+import support
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
+from support import trainjob
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -68,30 +65,8 @@ def missing_tools() -> list[str]:
 
 
 def wait_for(probe: Callable[[], T], what: str, timeout: float = 20, interval: float = 0.05) -> T:
-    """Call `probe` until it returns something truthy; fail naming `what` and the last value seen."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        try:
-            last = probe()
-        except (StaleElementReferenceException,) as e:  # the list re-rendered under us: look again
-            last = e
-        if last and not isinstance(last, Exception):
-            return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last seen: {last!r}")
-        time.sleep(interval)
-
-
-def https_client(kubeconfig: Path, timeout: float = 60, token: bool = True) -> httpx.Client:
-    """An HTTPS client from a kubeconfig: its server, its CA (verified) and, unless `token=False`, its
-    bearer token."""
-    config = yaml.safe_load(kubeconfig.read_text())
-    cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
-    ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
-    headers = {"Authorization": f"Bearer {user['token']}"} if token else {}
-    return httpx.Client(base_url=cluster["server"], verify=ssl.create_default_context(cadata=ca), headers=headers,
-                        timeout=timeout)
+    """`support.wait_for`, where a list re-rendered under the probe means "look again"."""
+    return support.wait_for(probe, what, timeout, interval, ignore=(StaleElementReferenceException,))
 
 
 # -- the browser ---------------------------------------------------------------------------------------
@@ -383,51 +358,12 @@ class Browsers:
 
 # -- jobs through the API ---------------------------------------------------------------------------------
 
-TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
 # Every rank says who it is, then works a little: long enough to be seen Running.
 RANKS_SAY = 'echo "rank $OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE says hello"; sleep {seconds}'
 
 
-def trainjob(name: str, command: list[str], *, nodes: int = 2, suspend: bool = False,
-             labels: dict[str, str] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"runtimeRef": {"name": "mpi-distributed"},
-                            "trainer": {"numNodes": nodes, "command": command}}
-    if suspend:
-        spec["suspend"] = True
-    meta: dict[str, Any] = {"name": name, **({"labels": labels} if labels else {})}
-    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": meta, "spec": spec}
-
-
 def ranks_job(name: str, seconds: float = 3, nodes: int = 2) -> dict[str, Any]:
-    return trainjob(name, ["mpirun", "bash", "-c", RANKS_SAY.format(seconds=seconds)], nodes=nodes)
-
-
-def create_job(c: httpx.Client, obj: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
-    r = c.post(f"{TRAINER}/namespaces/{namespace}/trainjobs", json=obj)
-    assert r.status_code == 201, r.text
-    return dict(r.json())
-
-
-def get_job(c: httpx.Client, name: str, namespace: str = "default") -> dict[str, Any]:
-    r = c.get(f"{TRAINER}/namespaces/{namespace}/trainjobs/{name}")
-    assert r.status_code == 200, r.text
-    return dict(r.json())
-
-
-def finished_as(tj: dict[str, Any]) -> str:
-    """'Complete' or 'Failed' once the job ended, else ''."""
-    for c in (tj.get("status") or {}).get("conditions") or []:
-        if c["type"] in ("Complete", "Failed") and c["status"] == "True":
-            return str(c["type"])
-    return ""
-
-
-def wait_finished(c: httpx.Client, name: str, namespace: str = "default", timeout: float = 120) -> dict[str, Any]:
-    def probe() -> dict[str, Any] | None:
-        tj = get_job(c, name, namespace)
-        return tj if finished_as(tj) else None
-
-    return wait_for(probe, f"TrainJob {namespace}/{name} to finish", timeout, interval=0.2)
+    return trainjob(name, ["mpirun", "bash", "-c", RANKS_SAY.format(seconds=seconds)], num_nodes=nodes)
 
 
 # The states the page may show, in the words of the contract (web/src/model.js).
@@ -457,13 +393,3 @@ def watch_text(dash: Dashboard, key: str, css: str) -> None:
 
 def seen_texts(dash: Dashboard, key: str) -> list[tuple[int, str | None]]:
     return [(int(ms), t) for ms, t in dash.js("return (window.__seen || {})[arguments[0]] || []", key)]
-
-
-def add_user(home: Path, name: str) -> Path:
-    """`mpijob user add NAME` as the admin: the new user's kubeconfig (the last line it prints)."""
-    env = {**os.environ, "MPIJOB_HOME": str(home)}
-    env.pop("KUBECONFIG", None)
-    proc = subprocess.run([str(MPIJOB), "user", "add", name], env=env, capture_output=True, text=True, timeout=60,
-                          check=False)
-    assert proc.returncode == 0, f"mpijob user add {name} failed:\n{proc.stdout}{proc.stderr}"
-    return Path(proc.stdout.strip().splitlines()[-1])

@@ -19,21 +19,11 @@ from typing import Any
 
 import httpx
 import pytest
-from browser_support import (
-    Browsers,
-    Dashboard,
-    create_job,
-    finished_as,
-    https_client,
-    log_in,
-    missing_tools,
-    ranks_job,
-    wait_finished,
-)
+from browser_support import Browsers, Dashboard, log_in, missing_tools, ranks_job
+from support import create, finished_as, https_client, kubectl_runner, wait_finished
 
 from mpijob.store.supervisor import ServerInfo
 
-KUBECTL = "/usr/bin/kubectl"
 SHOTS_ENV = "MPIJOB_DASHBOARD_SHOTS"  # keep the screenshots there instead of pytest's temp dir
 _shots: list[Path] = []
 
@@ -55,17 +45,7 @@ def api(server: ServerInfo) -> Iterator[httpx.Client]:
 
 @pytest.fixture(scope="session")
 def kubectl(server: ServerInfo, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., subprocess.CompletedProcess[str]]:
-    cache = tmp_path_factory.mktemp("dashboard-kubectl-cache")
-
-    def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 60
-            ) -> subprocess.CompletedProcess[str]:
-        cmd = [KUBECTL, "--kubeconfig", str(server.kubeconfig), "--cache-dir", str(cache), *args]
-        proc = subprocess.run(cmd, check=False, input=input, capture_output=True, text=True, timeout=timeout)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
-        return proc
-
-    return run
+    return kubectl_runner(server.kubeconfig, tmp_path_factory.mktemp("dashboard-kubectl-cache"))
 
 
 @pytest.fixture(scope="session")
@@ -121,7 +101,7 @@ def finished_job(api: httpx.Client) -> dict[str, Any]:
     import uuid
 
     name = f"done-{uuid.uuid4().hex[:5]}"
-    create_job(api, ranks_job(name, seconds=1))
+    create(api, ranks_job(name, seconds=1))
     tj = wait_finished(api, name)
     assert finished_as(tj) == "Complete", tj.get("status")
     return tj

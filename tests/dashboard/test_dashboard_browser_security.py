@@ -12,7 +12,8 @@ import uuid
 from typing import Any
 
 import httpx
-from browser_support import DIST, Dashboard, describe, https_client, log_in, login_link, wait_for
+from browser_support import DIST, Dashboard, describe, log_in, login_link, wait_for
+from support import https_client
 
 from mpijob.api import names
 from mpijob.server.routes.dashboard import CSP
@@ -35,7 +36,7 @@ def session_cookie(dash: Dashboard) -> dict[str, Any]:
 
 def cookie_client(server: ServerInfo, cookie: str, **headers: str) -> httpx.Client:
     """A client with the session cookie only (no bearer token), verifying the server's real CA."""
-    c = https_client(server.kubeconfig, token=False)
+    c = https_client(server.kubeconfig, token="")
     c.headers["Cookie"] = f"{names.SESSION_COOKIE}={cookie}"
     c.headers.update(headers)
     return c
@@ -91,7 +92,7 @@ def test_a_link_opened_in_a_tab_already_on_the_dashboard_logs_in_and_leaves_the_
     dash.driver.get(url)
     wait_for(lambda: "login=" not in dash.driver.current_url, "the ticket to leave the URL", timeout=10)
     assert ticket not in dash.driver.current_url
-    with https_client(server.kubeconfig, token=False) as anon:  # it was traded, not left lying unused
+    with https_client(server.kubeconfig, token="") as anon:  # it was traded, not left lying unused
         used = anon.post(f"{names.DASHBOARD_API}/session", json={"ticket": ticket})
         assert used.status_code == 401, used.text
 
@@ -108,7 +109,7 @@ def test_the_session_cookie_is_httponly_secure_strict(dash: Dashboard) -> None:
 
 
 def test_every_dashboard_answer_carries_the_strict_csp(server: ServerInfo) -> None:
-    with https_client(server.kubeconfig, token=False) as anon:
+    with https_client(server.kubeconfig, token="") as anon:
         index = anon.get("/dashboard/")
         assert index.status_code == 200 and 'src="app.js"' in index.text
         assets = ["/dashboard/", "/dashboard/app.js", "/dashboard/style.css", "/dashboard/#/jobs"]

@@ -19,21 +19,8 @@ from typing import Any
 
 import httpx
 import pytest
-from browser_support import (
-    STATES,
-    TRAINER,
-    Dashboard,
-    add_user,
-    create_job,
-    describe,
-    finished_as,
-    log_in,
-    seen_texts,
-    trainjob,
-    wait_finished,
-    wait_for,
-    watch_text,
-)
+from browser_support import STATES, Dashboard, describe, log_in, seen_texts, wait_for, watch_text
+from support import TRAINER, add_user, create, finished_as, trainjob, wait_finished
 from selenium.webdriver.common.by import By
 
 from mpijob.store.supervisor import ServerInfo
@@ -174,7 +161,7 @@ def test_create_a_two_node_job_with_the_form_and_watch_it_complete(dash: Dashboa
 
 def test_read_a_failed_jobs_cause_then_clone_fix_and_resubmit_it(dash: Dashboard, api: httpx.Client) -> None:
     name = unique("broken")
-    create_job(api, trainjob(name, ["mpirun", "bash", "-c", 'echo "rank $OMPI_COMM_WORLD_RANK gives up"; exit 3']))
+    create(api, trainjob(name, ["mpirun", "bash", "-c", 'echo "rank $OMPI_COMM_WORLD_RANK gives up"; exit 3']))
     assert finished_as(wait_finished(api, name)) == "Failed"
     dash.go(f"#/jobs/default/{name}")
     dash.mark_no_reload()
@@ -221,7 +208,7 @@ def tenants(server: ServerInfo, kubectl: Kubectl, api: httpx.Client) -> dict[str
         ns = f"team-{team}-{suffix}"
         kubectl("create", "namespace", ns)
         job = f"job-{team}-{suffix}"
-        create_job(api, trainjob(job, ["true"], nodes=1, suspend=True), ns)
+        create(api, trainjob(job, ["true"], num_nodes=1, suspend=True), ns)
         out[team] = {"ns": ns, "job": job}
     out["b"]["user"] = f"user-b-{suffix}"
     kubectl("create", "rolebinding", "b-edit", "--clusterrole=edit", f"--user={out['b']['user']}", "-n", out["b"]["ns"])
@@ -286,7 +273,7 @@ def open_row_menu(dash: Dashboard, name: str, namespace: str) -> list[str]:
 
 def test_the_jobs_list_follows_the_server_within_a_second(dash: Dashboard, api: httpx.Client) -> None:
     name = unique("live")
-    create_job(api, trainjob(name, ["sleep", "60"], nodes=1))
+    create(api, trainjob(name, ["sleep", "60"], num_nodes=1))
     path = f"{TRAINER}/namespaces/default/trainjobs/{name}"
     dash.go("#/jobs")
     dash.mark_no_reload()

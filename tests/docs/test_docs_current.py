@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from tools_support import load_tool
+from support import load_tool
 
 REPO = Path(__file__).resolve().parents[2]
 FIX = "run .venv/bin/python tools/gen_docs.py"

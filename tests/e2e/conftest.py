@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from e2e_support import https_client, kubectl_runner
+from support import https_client, kubectl_runner
 from kubeflow.common.types import KubernetesBackendConfig
 from kubeflow.trainer import TrainerClient
 from kubernetes import client as k8s_client

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from e2e_support import TRAINER, condition, create, https_client, trainjob, wait_finished, wait_for
+from support import TRAINER, condition, create, https_client, trainjob, wait_finished, wait_for
 
 from mpijob.api import names
 from mpijob.store import audit

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from e2e_support import TRAINER, create, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
+from support import TRAINER, create, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
 
 from mpijob.store.supervisor import ServerInfo
 

@@ -25,17 +25,8 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from e2e_support import (
-    TRAINER,
-    by_role,
-    condition,
-    create,
-    events_of,
-    get_trainjob,
-    job_pods,
-    launcher_of,
-    trainjob,
-    wait_finished,
+from support import (
+    TRAINER, by_role, condition, create, events_of, get_trainjob, job_pods, launcher_of, trainjob, wait_finished,
     wait_for,
 )
 

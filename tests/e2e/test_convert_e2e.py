@@ -13,8 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from e2e_support import JOBSET, REPO, RJOB
-from upstream_data import UPSTREAM
+from support import JOBSET, REPO, RJOB, UPSTREAM
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 MPIJOB = Path(sys.executable).parent / "mpijob"

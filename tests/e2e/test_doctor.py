@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_support import add_user
+from support import add_user
 
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection

@@ -15,17 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from e2e_support import (
-    TRAINER,
-    condition,
-    create,
-    events_of,
-    job_pods,
-    launcher_of,
-    pod_log,
-    wait_finished,
-    wait_for,
-    wait_launcher,
+from support import (
+    TRAINER, condition, create, events_of, job_pods, launcher_of, pod_log, wait_finished, wait_for, wait_launcher,
     wait_log,
 )
 

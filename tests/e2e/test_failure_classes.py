@@ -16,19 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e_support import (
-    TAG,
-    condition,
-    create,
-    events_of,
-    https_client,
-    job_pods,
-    launcher_of,
-    trainjob,
-    wait_finished,
-    wait_for,
-    wait_launcher,
-    wait_log,
+from support import (
+    TAG, condition, create, events_of, https_client, job_pods, launcher_of, trainjob, wait_finished, wait_for,
+    wait_launcher, wait_log,
 )
 
 from mpijob.api import names

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e_support import TRAINER, condition, create, events_of, job_pods, launcher_of, trainjob, wait_finished, wait_for
+from support import TRAINER, condition, create, events_of, job_pods, launcher_of, trainjob, wait_finished, wait_for
 
 from mpijob.api import names, runtimes
 

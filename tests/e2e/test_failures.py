@@ -13,21 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e_support import (
-    by_role,
-    condition,
-    create,
-    job_dirs,
-    job_pods,
-    launcher_of,
-    pod_log,
-    sshd_of,
-    trainjob,
-    wait_finished,
-    wait_launcher,
-    wait_log,
-    wait_no_processes,
-    wait_ranks_seen,
+from support import (
+    by_role, condition, create, job_dirs, job_pods, launcher_of, pod_log, sshd_of, trainjob, wait_finished,
+    wait_launcher, wait_log, wait_no_processes, wait_ranks_seen,
 )
 
 QUICKLY = 10.0  # seconds; loose on purpose (2 cores, shared machine)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import condition, create, https_client, pod_log, trainjob, wait_finished, wait_for, wait_launcher
+from support import condition, create, https_client, pod_log, trainjob, wait_finished, wait_for, wait_launcher
 
 from mpijob.store import supervisor
 from mpijob.store.home import Home

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from e2e_support import TRAINER, create, resource_version, terminations, trainjob, wait_launcher, wait_log
+from support import TRAINER, create, resource_version, terminations, trainjob, wait_launcher, wait_log
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 RANKS = 3  # one on the launcher (runLauncherAsNode), one on each of the two node pods

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e_support import add_user, create, https_client, trainjob, wait_finished, wait_for
+from support import add_user, create, https_client, trainjob, wait_finished, wait_for
 from typer.testing import CliRunner
 
 from mpijob.api import names

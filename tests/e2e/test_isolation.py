@@ -21,16 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from e2e_support import (
-    condition,
-    create,
-    job_pods,
-    launcher_of,
-    pod_log,
-    section,
-    trainjob,
-    wait_finished,
-)
+from support import condition, create, job_pods, launcher_of, pod_log, section, trainjob, wait_finished
 
 JOBS = ("ee-iso-a", "ee-iso-b")
 RANK = ('echo "rank=$OMPI_COMM_WORLD_RANK host=$(hostname) files=$(ls -A "$HOME" | grep isolation- | sort '

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
-from e2e_support import JOBSET, REPO, job_dirs, wait_for
+from support import JOBSET, REPO, job_dirs, wait_for
 
 NS = "ee-kubectl"
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]

@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Callable
 
 import yaml
-from e2e_support import trainjob
+from support import trainjob
 from kubeflow.trainer import CustomTrainer, TrainerClient
 
 SOURCE = "ee-sdk-src"

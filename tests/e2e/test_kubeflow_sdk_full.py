@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from e2e_support import TRAINER, job_pods, wait_for
+from support import TRAINER, job_pods, wait_for
 from kubeflow.trainer import CustomTrainer, TrainerClient
 
 RUNTIME = "mpi-distributed"

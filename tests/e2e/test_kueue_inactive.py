@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from e2e_support import condition, create, job_pods, trainjob, wait_finished, wait_for
+from support import condition, create, job_pods, trainjob, wait_finished, wait_for
 from typer.testing import CliRunner
 
 from mpijob.cli.main import app

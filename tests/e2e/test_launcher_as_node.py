@@ -12,18 +12,8 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from e2e_support import (
-    JOBSET,
-    RJOB,
-    by_role,
-    condition,
-    create,
-    job_pods,
-    launcher_of,
-    pod_log,
-    section,
-    trainjob,
-    wait_finished,
+from support import (
+    JOBSET, RJOB, by_role, condition, create, job_pods, launcher_of, pod_log, section, trainjob, wait_finished,
 )
 
 from mpijob.store.supervisor import ServerInfo

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from e2e_support import TRAINER, create, https_client, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
+from support import TRAINER, create, https_client, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
 
 from mpijob.api import mpi_impl, names, runtimes
 from mpijob.api.mpi_output import LauncherOutput

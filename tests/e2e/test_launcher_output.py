@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from e2e_support import condition, create, job_pods, launcher_of, pod_log, trainjob, wait_finished
+from support import condition, create, job_pods, launcher_of, pod_log, trainjob, wait_finished
 from kubeflow.trainer import TrainerClient
 
 from mpijob.store.supervisor import ServerInfo

@@ -9,17 +9,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from e2e_support import (
-    TRAINER,
-    by_role,
-    condition,
-    create,
-    job_pods,
-    launcher_of,
-    pod_log,
-    section,
-    trainjob,
-    wait_finished,
+from support import (
+    TRAINER, by_role, condition, create, job_pods, launcher_of, pod_log, section, trainjob, wait_finished,
 )
 
 RUNTIME = "ee-mpi-separate-launcher"

@@ -7,21 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from e2e_support import (
-    TRAINER,
-    condition,
-    create,
-    job_dirs,
-    job_pods,
-    kubectl_runner,
-    launcher_of,
-    status_code,
-    trainjob,
-    wait_finished,
-    wait_for,
-    wait_launcher,
-    wait_log,
-    wait_no_processes,
+from support import (
+    TRAINER, condition, create, job_dirs, job_pods, kubectl_runner, launcher_of, status_code, trainjob,
+    wait_finished, wait_for, wait_launcher, wait_log, wait_no_processes,
 )
 
 from mpijob.store import supervisor

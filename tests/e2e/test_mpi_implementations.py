@@ -15,19 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from e2e_support import (
-    REPO,
-    TRAINER,
-    condition,
-    create,
-    https_client,
-    job_pods,
-    job_processes,
-    launcher_of,
-    pod_log,
-    trainjob,
-    wait_finished,
-    wait_for,
+from support import (
+    REPO, TRAINER, condition, create, https_client, job_pods, job_processes, launcher_of, pod_log, trainjob,
+    wait_finished, wait_for,
 )
 
 from mpijob.api import names, runtimes

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import yaml
-from e2e_support import TRAINER, condition, events_of, trainjob, wait_for
+from support import TRAINER, condition, events_of, trainjob, wait_for
 from typer.testing import CliRunner
 
 from mpijob.cli.main import app

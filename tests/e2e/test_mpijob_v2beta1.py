@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_support import REPO, job_dirs, wait_for
-from upstream_data import UPSTREAM
+from support import REPO, UPSTREAM, job_dirs, wait_for
 
 from mpijob.api import names
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from e2e_support import TRAINER, condition, job_pods, trainjob, wait_finished, wait_for
+from support import TRAINER, condition, job_pods, trainjob, wait_finished, wait_for
 
 from mpijob.api import names
 

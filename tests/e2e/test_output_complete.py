@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from e2e_support import TRAINER, condition, create, job_pods, launcher_of, trainjob, wait_finished
+from support import TRAINER, condition, create, job_pods, launcher_of, trainjob, wait_finished
 
 from mpijob.api import names, runtimes
 from mpijob.api.mpi_output import RANKS_HEADER

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_support import condition, create, https_client, kubectl_runner, wait_finished
+from support import condition, create, https_client, kubectl_runner, wait_finished
 from typer.testing import CliRunner
 
 from mpijob.api import names

@@ -15,17 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from e2e_support import (
-    condition,
-    create,
-    get_trainjob,
-    job_pods,
-    launcher_of,
-    pod_log,
-    trainjob,
-    wait_finished,
-    wait_for,
-)
+from support import condition, create, get_trainjob, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
 from typer.testing import CliRunner
 
 from mpijob import AsyncClient, Client, Progress

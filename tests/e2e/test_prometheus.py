@@ -24,18 +24,9 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from e2e_support import (
-    REPO,
-    TRAINER,
-    condition,
-    create,
-    get_trainjob,
-    https_client,
-    job_pods,
-    kubectl_runner,
-    trainjob,
-    wait_finished,
-    wait_for,
+from support import (
+    REPO, TRAINER, condition, create, get_trainjob, https_client, job_pods, kubectl_runner, trainjob,
+    wait_finished, wait_for,
 )
 from prometheus_client.parser import text_string_to_metric_families
 

@@ -10,21 +10,9 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e_support import (
-    TRAINER,
-    condition,
-    create,
-    events_of,
-    get_trainjob,
-    https_client,
-    job_pods,
-    launcher_of,
-    pod_log,
-    resource_version,
-    terminations,
-    trainjob,
-    wait_finished,
-    wait_for,
+from support import (
+    TRAINER, condition, create, events_of, get_trainjob, https_client, job_pods, launcher_of, pod_log,
+    resource_version, terminations, trainjob, wait_finished, wait_for,
 )
 
 from mpijob.store import supervisor
@@ -51,7 +39,7 @@ def gpu_job(name: str, gpus: int, command: str, num_nodes: int = 2, labels: dict
 
 
 def any_condition(obj: dict, kind: str) -> dict | None:
-    """The condition of type `kind` whatever its status (e2e_support's `condition` wants True)."""
+    """The condition of type `kind` whatever its status (support's `condition` wants True)."""
     return next((c for c in obj.get("status", {}).get("conditions") or [] if c["type"] == kind), None)
 
 

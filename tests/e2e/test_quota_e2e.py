@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_support import kubectl_runner, wait_for
+from support import kubectl_runner, wait_for
 
 GPU = "nvidia.com/gpu"
 NS = "team-quota"

@@ -21,22 +21,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from e2e_support import (
-    TRAINER,
-    condition,
-    create,
-    events_of,
-    job_dirs,
-    job_pods,
-    job_processes,
-    launcher_of,
-    pod_log,
-    trainjob,
-    wait_finished,
-    wait_for,
-    wait_launcher,
-    wait_log,
-    wait_no_processes,
+from support import (
+    TRAINER, condition, create, events_of, job_dirs, job_pods, job_processes, launcher_of, pod_log, trainjob,
+    wait_finished, wait_for, wait_launcher, wait_log, wait_no_processes,
 )
 
 from mpijob.api import Obj

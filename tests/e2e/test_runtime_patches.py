@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from e2e_support import TRAINER, by_role, condition, job_pods, launcher_of, pod_log, trainjob, wait_finished
+from support import TRAINER, by_role, condition, job_pods, launcher_of, pod_log, trainjob, wait_finished
 
 from mpijob.api import names
 

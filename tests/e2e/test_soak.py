@@ -17,17 +17,8 @@ import time
 from collections.abc import Callable
 
 import httpx
-from e2e_support import (
-    TRAINER,
-    by_role,
-    condition,
-    create,
-    events_of,
-    job_pods,
-    launcher_of,
-    pod_log,
-    trainjob,
-    wait_finished,
+from support import (
+    TRAINER, by_role, condition, create, events_of, job_pods, launcher_of, pod_log, trainjob, wait_finished,
     wait_no_processes,
 )
 

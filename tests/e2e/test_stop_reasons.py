@@ -12,21 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import httpx
-from e2e_support import (
-    TRAINER,
-    condition,
-    create,
-    events_of,
-    get_trainjob,
-    job_pods,
-    pod_log,
-    resource_version,
-    terminations,
-    trainjob,
-    wait_finished,
-    wait_launcher,
-    wait_log,
-    wait_no_processes,
+from support import (
+    TRAINER, condition, create, events_of, get_trainjob, job_pods, pod_log, resource_version, terminations,
+    trainjob, wait_finished, wait_launcher, wait_log, wait_no_processes,
 )
 
 from mpijob.store import supervisor

@@ -26,20 +26,9 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e_support import (
-    TRAINER,
-    by_role,
-    condition,
-    job_dirs,
-    job_pods,
-    job_processes,
-    launcher_of,
-    pod_log,
-    trainjob,
-    two_tenants,
-    wait_finished,
-    wait_for,
-    wait_log,
+from support import (
+    TRAINER, by_role, condition, job_dirs, job_pods, job_processes, launcher_of, pod_log, trainjob, two_tenants,
+    wait_finished, wait_for, wait_log,
 )
 
 from mpijob.api.runtimes import bundled

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from e2e_support import add_user, kubectl_runner, two_tenants
+from support import add_user, kubectl_runner, two_tenants
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 

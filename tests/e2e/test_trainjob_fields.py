@@ -12,17 +12,8 @@ import time
 from collections.abc import Callable
 
 import httpx
-from e2e_support import (
-    TRAINER,
-    condition,
-    create,
-    get_trainjob,
-    job_pods,
-    launcher_of,
-    pod_log,
-    trainjob,
-    wait_finished,
-    wait_for,
+from support import (
+    TRAINER, condition, create, get_trainjob, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for,
 )
 
 from mpijob.api.runtimes import bundled

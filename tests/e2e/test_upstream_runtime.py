@@ -10,15 +10,8 @@ from collections.abc import Callable
 
 import httpx
 import yaml
-from e2e_support import (
-    UPSTREAM,
-    by_role,
-    condition,
-    create,
-    job_pods,
-    launcher_of,
-    pod_log,
-    trainjob,
+from support import (
+    UPSTREAM_TRAINER as UPSTREAM, by_role, condition, create, job_pods, launcher_of, pod_log, trainjob,
     wait_finished,
 )
 

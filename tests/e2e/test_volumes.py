@@ -15,17 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from e2e_support import (
-    TRAINER,
-    condition,
-    create,
-    job_pods,
-    launcher_of,
-    pod_log,
-    trainjob,
-    wait_finished,
-    wait_for,
-)
+from support import TRAINER, condition, create, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
 
 from mpijob.api import names
 from mpijob.api.runtimes import bundled

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e_support import condition, create, https_client, job_pods, trainjob, wait_finished, wait_for
+from support import condition, create, https_client, job_pods, trainjob, wait_finished, wait_for
 from typer.testing import CliRunner
 
 from mpijob import Client, Waiting

@@ -6,7 +6,7 @@ from functools import cache
 from typing import Any
 
 import yaml
-from upstream_data import UPSTREAM
+from support import UPSTREAM
 
 
 @cache

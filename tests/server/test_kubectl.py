@@ -9,7 +9,7 @@ import time
 import uuid
 
 import yaml
-from upstream_data import UPSTREAM as _ROOT
+from support import UPSTREAM as _ROOT
 
 UPSTREAM = _ROOT / "trainer"
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tools_support import load_tool
+from support import load_tool
 
 from mpijob.api import names
 from mpijob.api.openapi import crd_definition_name, field_paths, kind_schema, ref_name, schemas

@@ -6,14 +6,12 @@ and is released when a job finishes or is deleted; two concurrent creates cannot
 from __future__ import annotations
 
 import asyncio
-import base64
-import ssl
 import uuid
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import yaml
+from support import ca_context
 
 from mpijob import Client, TrainJob
 from mpijob.client.errors import Category, category, decode_status
@@ -67,11 +65,6 @@ def refused(r: httpx.Response, name: str, why: str) -> None:
     assert status["kind"] == "Status" and status["reason"] == "Forbidden" and status["code"] == 403
     assert status["message"] == f'trainjobs.trainer.kubeflow.org "{name}" is forbidden: {why}'
     assert status["details"] == {"name": name, "group": "trainer.kubeflow.org", "kind": "trainjobs"}
-
-
-def ca_context(info: ServerInfo) -> ssl.SSLContext:
-    cluster = yaml.safe_load(info.kubeconfig.read_text())["clusters"][0]["cluster"]
-    return ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
 
 
 def finish(http: httpx.Client, ns: str, name: str) -> None:
@@ -162,7 +155,7 @@ def test_two_concurrent_creates_cannot_both_pass(server: ServerInfo, http, ns):
     put_quota(http, ns, "one-job", {f"requests.{GPU}": "4"})
 
     async def race() -> list[int]:
-        async with httpx.AsyncClient(base_url=server.url, headers=dict(http.headers), verify=ca_context(server)) as c:
+        async with httpx.AsyncClient(base_url=server.url, headers=dict(http.headers), verify=ca_context(server.kubeconfig)) as c:
             answers = await asyncio.gather(*(c.post(f"{TRAINER}/namespaces/{ns}/trainjobs", json=job(f"racer-{i}", gpus=2))
                                              for i in range(8)))
         return sorted(a.status_code for a in answers)

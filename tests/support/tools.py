@@ -1,5 +1,4 @@
-"""The scripts in tools/ as modules, for the tests that check their output is committed fresh
-(imported by name: tests have no packages, so this name is unique)."""
+"""The scripts in tools/ as modules, for the tests that check their output is committed fresh."""
 
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def load_tool(name: str) -> ModuleType:

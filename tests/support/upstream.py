@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_REPO = Path(__file__).resolve().parents[1]
+_REPO = Path(__file__).resolve().parents[2]
 _CANDIDATES = [
     *([Path(os.environ["MPIJOB_UPSTREAM"])] if os.environ.get("MPIJOB_UPSTREAM") else []),
     _REPO.parent / "shared" / "upstream",
@@ -18,3 +18,4 @@ _CANDIDATES = [
 
 UPSTREAM = next((p for p in _CANDIDATES if p.is_dir()), _CANDIDATES[0])
 assert UPSTREAM.is_dir(), f"upstream schemas not found in any of {[str(p) for p in _CANDIDATES]}; set MPIJOB_UPSTREAM"
+UPSTREAM_TRAINER = UPSTREAM / "trainer"

@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 import yaml
-from upstream_data import UPSTREAM
+from support import UPSTREAM
 
 KUEUE = "kueue.x-k8s.io"
 V2, V1 = f"{KUEUE}/v1beta2", f"{KUEUE}/v1beta1"
