@@ -18,6 +18,9 @@ TEST_APT_PACKAGES := chromium chromium-driver
 PYTEST_ARGS ?= -q --durations=30
 # The fast tier (no real MPI job end to end, no browser, no slow module): run it on every change
 FAST_TIER := not e2e and not browser and not slow
+# pytest keeps its rewritten test modules as bytecode: with writing off, every run rewrites all of them
+# (collection 11 s instead of 6 s here)
+unexport PYTHONDONTWRITEBYTECODE
 # Open MPI 5, MPICH and Intel MPI, for runtimes that ask for them (docs/mpi-implementations.md): PyPI wheels
 # that each ship an `mpirun`, so each goes into a prefix of its own, $(MPI_DIR)/<name>/{bin,lib}. The stamp
 # names the version: changing a pin reinstalls that one only.

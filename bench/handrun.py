@@ -104,7 +104,8 @@ async def run(command_script: str, marker: str, nodes: int) -> Sample:
         code = await asyncio.wait_for(mpirun.wait(), TIMEOUT_S)
         complete = time.perf_counter() - t0
         if code != 0 or ranks_at is None:
-            raise BaselineError(f"hand-run mpirun exited with {code}, ranks seen: {ranks_at is not None}:\n{out[-2000:]}")
+            raise BaselineError(f"hand-run mpirun exited with {code}, ranks seen: {ranks_at is not None}:\n"
+                                f"{out[-2000:]}")
         return Sample(ranks_running_s=ranks_at, complete_s=complete)
     except TimeoutError:
         raise BaselineError(f"hand-run mpirun did not finish within {TIMEOUT_S:.0f}s") from None
@@ -197,7 +198,8 @@ async def _wait_tcp(ip: str, port: int, proc: asyncio.subprocess.Process, log: P
             return
         except OSError:
             await asyncio.sleep(0.01)
-    raise BaselineError(f"sshd on {ip}:{port} did not accept a connection within 10s: {log.read_text(errors='replace')}")
+    raise BaselineError(f"sshd on {ip}:{port} did not accept a connection within 10s: "
+                        f"{log.read_text(errors='replace')}")
 
 
 async def _kill(proc: asyncio.subprocess.Process) -> None:

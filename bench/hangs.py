@@ -21,10 +21,10 @@ import multiprocessing
 import os
 import pwd
 import shutil
-import tempfile
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,13 +34,13 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from clusters import temp_cluster  # noqa: E402 — the sibling bench modules
-from startup import BenchError  # noqa: E402
-from surfaces import ready_client  # noqa: E402
+from clusters import temp_cluster
+from startup import BenchError
+from surfaces import ready_client
 
-from mpijob.api import names, runtimes  # noqa: E402
-from mpijob.store import supervisor  # noqa: E402
-from mpijob.store.home import Home  # noqa: E402
+from mpijob.api import names, runtimes
+from mpijob.store import supervisor
+from mpijob.store.home import Home
 
 NAMESPACE = "default"
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
@@ -166,7 +166,8 @@ def _what_it_shows(http: httpx.Client, name: str) -> Obj:
         pod_name = pod["metadata"]["name"]
         log = http.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{pod_name}/log", params={"tailLines": 60})
         shown["pods"][pod_name] = {"phase": (pod.get("status") or {}).get("phase"), "log": log.text.splitlines()}
-    ps = subprocess.run(["ps", "-eww", "-o", "pid,ppid,stat,etimes,wchan:20,args"], capture_output=True, text=True)
+    ps = subprocess.run(["ps", "-eww", "-o", "pid,ppid,stat,etimes,wchan:20,args"], capture_output=True, text=True,
+                        check=False)
     shown["processes"] = [ln for ln in ps.stdout.splitlines() if name in ln or "prted" in ln or "orted" in ln
                           or "hydra" in ln][:60]
     return shown
@@ -234,16 +235,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with cpu_hogs(args.hogs):
             for mode in args.modes.split(","):
-                with cluster(mode) as info:
-                    with ready_client(info.kubeconfig) as http:
-                        for impl in args.impls.split(","):
-                            if mode != "namespace" and impl not in PROCESS_MODE_IMPLS:
-                                continue
-                            case = run_jobs(http, impl, args.jobs, args.at_once, args.bound, env)
-                            report["cases"][f"{mode}/{impl}"] = case
-                            print(json.dumps({f"{mode}/{impl}": {k: case[k] for k in
-                                                                 ("jobs", "completed", "failed", "hangs", "wall_s")}}),
-                                  file=sys.stderr, flush=True)
+                with cluster(mode) as info, ready_client(info.kubeconfig) as http:
+                    for impl in args.impls.split(","):
+                        if mode != "namespace" and impl not in PROCESS_MODE_IMPLS:
+                            continue
+                        case = run_jobs(http, impl, args.jobs, args.at_once, args.bound, env)
+                        report["cases"][f"{mode}/{impl}"] = case
+                        print(json.dumps({f"{mode}/{impl}": {k: case[k] for k in
+                                                             ("jobs", "completed", "failed", "hangs", "wall_s")}}),
+                              file=sys.stderr, flush=True)
     except BenchError as e:
         print(f"bench/hangs.py: {e}", file=sys.stderr)
         return 1

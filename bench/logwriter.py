@@ -28,7 +28,8 @@ def tagged_output(lines: int, ranks: int = 4) -> bytes:
     for i in range(lines):
         rank = i % ranks
         if i % 50 == 0:
-            out.append(f"[1,{rank}]<stdout>:rank {rank} li[1,{(rank + 1) % ranks}]<stdout>:other\n[1,{rank}]<stdout>:ne {i}\n")
+            out.append(f"[1,{rank}]<stdout>:rank {rank} li[1,{(rank + 1) % ranks}]<stdout>:other\n"
+                       f"[1,{rank}]<stdout>:ne {i}\n")
         else:
             out.append(f"[1,{rank}]<stdout>:rank {rank} line {i}\n")
     return "".join(out).encode()

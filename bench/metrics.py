@@ -36,10 +36,10 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from clusters import temp_clusters  # noqa: E402 — the sibling bench modules
-from surfaces import timed_gets  # noqa: E402
+from clusters import temp_clusters
+from surfaces import timed_gets
 
-from mpijob.store import supervisor  # noqa: E402
+from mpijob.store import supervisor
 
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs"
 METRICS_API = "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods"
@@ -96,7 +96,7 @@ def main() -> int:
     try:
         with temp_clusters("mpijob-bench-metrics-", env) as infos, ExitStack() as stack:
             clients = {side: stack.enter_context(_client(infos[side])) for side in infos}
-            for side, c in clients.items():
+            for c in clients.values():
                 c.post(TRAINER, json=_job("sleeper", 4)).raise_for_status()
                 _running(c, "sleeper", 4)
             times: dict[str, list[float]] = {"on": [], "off": []}

@@ -2,7 +2,8 @@
 
     mpirun -np 2 .venv/bin/python bench/pingpong.py [--iters N]
 
-Rank 0 prints one line `PINGPONG {json}` (with the yield-when-idle setting it ran under); bench/datapath.py runs it inside the cluster and by hand.
+Rank 0 prints one line `PINGPONG {json}` (with the yield-when-idle setting it ran under); bench/datapath.py runs
+it inside the cluster and by hand.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def main() -> None:
             "bandwidth_MBps": round(2 * (1 << 20) / statistics.median(big) / 1e6, 1),
             "hosts": sorted({MPI.Get_processor_name()} | set(comm.gather(MPI.Get_processor_name()) or [])),
             # what the cluster chose for crowded ranks (None: unset, Open MPI busy-polls)
-            "yield_when_idle": os.environ.get("OMPI_MCA_mpi_yield_when_idle"),
+            "yield_when_idle": os.environ.get("OMPI_MCA_mpi_yield_when_idle"),  # noqa: SIM112 — Open MPI spells it so
         }), flush=True)
     else:
         comm.gather(MPI.Get_processor_name())

@@ -30,10 +30,10 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from clusters import temp_clusters  # noqa: E402 — the sibling bench modules
-from surfaces import timed_gets  # noqa: E402
+from clusters import temp_clusters
+from surfaces import timed_gets
 
-from mpijob.store import supervisor  # noqa: E402
+from mpijob.store import supervisor
 
 RBAC_V1 = "/apis/rbac.authorization.k8s.io/v1"
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from clusters import temp_cluster  # noqa: E402
-from surfaces import (  # noqa: E402 — the sibling module, found whether run from the repo root or bench/
+from clusters import temp_cluster
+from surfaces import (
     PYTHON,
     BenchError,
     alternate,

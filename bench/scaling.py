@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from clusters import temp_cluster  # noqa: E402
-from datapath import ONE_POD_RUNTIME, create_one_pod_runtime  # noqa: E402
-from surfaces import (  # noqa: E402 — the sibling modules, found whether run from the repo root or bench/
+from clusters import temp_cluster
+from datapath import ONE_POD_RUNTIME, create_one_pod_runtime
+from surfaces import (
     PYTHON,
     BenchError,
     alternate,
@@ -107,7 +107,7 @@ def measure_config(http: Any, runs: int, ranks: int, env: dict[str, str]) -> Obj
 
 def measure(http: Any, runs: int, epochs: int, repeat: int) -> Obj:
     """Strong and weak scaling per side: each (ranks, REPEAT) measured once, then the figures of each mode."""
-    plans = {"strong": {r: repeat for r in RANKS}, "weak": {r: r * repeat // max(RANKS) for r in RANKS}}
+    plans = {"strong": dict.fromkeys(RANKS, repeat), "weak": {r: r * repeat // max(RANKS) for r in RANKS}}
     done: dict[tuple[int, int], Obj] = {}
     report: Obj = {}
     for mode, plan in plans.items():

@@ -94,10 +94,12 @@ def _trainjob(rng: random.Random, team: str, index: int) -> Obj:
     """A TrainJob of a random small shape and priority; it becomes a Workload with 2 pod sets."""
     return {"apiVersion": TRAINER_API_VERSION, "kind": "TrainJob",
             "metadata": {"name": f"job-{index}", "namespace": team, "uid": str(uuid.uuid4()),
-                         "labels": {LABEL_QUEUE_NAME: f"{team}-queue", LABEL_PRIORITY_CLASS: rng.choice(list(PRIORITIES))}},
+                         "labels": {LABEL_QUEUE_NAME: f"{team}-queue",
+                                    LABEL_PRIORITY_CLASS: rng.choice(list(PRIORITIES))}},
             "spec": {"runtimeRef": {"name": runtimes.BUNDLED_NAME}, "trainer": {
                 "numNodes": rng.choice((2, 2, 3, 4)),
-                "resourcesPerNode": {"limits": {"cpu": str(rng.choice((2, 4, 8))), "memory": f"{rng.choice((4, 8, 16))}Gi",
+                "resourcesPerNode": {"limits": {"cpu": str(rng.choice((2, 4, 8))),
+                                                "memory": f"{rng.choice((4, 8, 16))}Gi",
                                                 "nvidia.com/gpu": str(rng.choice((1, 1, 2)))}}}}}
 
 
@@ -250,7 +252,8 @@ class Tracker:
     def observe(self, now: float, workloads: list[Obj], trainjobs: list[Obj]) -> None:
         running = 0
         for wl in workloads:
-            owner = next((o["name"] for o in wl["metadata"].get("ownerReferences") or [] if o.get("kind") == "TrainJob"), "")
+            owner = next((o["name"] for o in wl["metadata"].get("ownerReferences") or []
+                          if o.get("kind") == "TrainJob"), "")
             key = f"{wl['metadata']['namespace']}/{owner}"
             if _condition(wl, "Evicted") is not None:
                 self.evictions.add(key)
@@ -324,7 +327,7 @@ def e2e_report(t: Tracker, jobs: int, namespaces: int) -> dict[str, Any]:
     failed = sum(1 for _, kind in t.finished.values() if kind == "Failed")
     first_submit = min(t.submitted.values())
     makespan = max((f for f, _ in t.finished.values()), default=time.perf_counter()) - first_submit
-    cpu = int(E2E_CAPACITY.split(",")[0].split("=")[1])
+    cpu = int(E2E_CAPACITY.split(",", maxsplit=1)[0].split("=")[1])
     concurrency = cpu // E2E_JOB_CPU
     run_sum = sum(runs)
     # A slot's idle time: the k-th finish frees room for the (concurrency + k)-th admission.

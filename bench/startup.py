@@ -26,10 +26,10 @@ import httpx
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import handrun  # noqa: E402 — the sibling modules, found whether run from the repo root or bench/
-from clusters import temp_cluster  # noqa: E402
+import handrun
+from clusters import temp_cluster
 
-from mpijob.store import supervisor  # noqa: E402
+from mpijob.store import supervisor
 
 NODES = 4
 TARGET_OVERHEAD_S = 0.5

@@ -72,7 +72,8 @@ def main() -> int:
             pids = tree([proc.pid])
             look = _timed(lambda: dog.look(0), args.runs)
             bare = _timed(lambda: _stat_all(pids), args.runs)
-            scan = _timed(lambda: marked({(("MPIJOB_POD", "none/none"),): "none"}, orphans=True), max(args.runs // 4, 3))
+            scan = _timed(lambda: marked({(("MPIJOB_POD", "none/none"),): "none"}, orphans=True),
+                          max(args.runs // 4, 3))
             ps = _timed(lambda: subprocess.run(["ps", "-e"], capture_output=True, check=True), max(args.runs // 4, 3))
         finally:
             os.killpg(proc.pid, signal.SIGKILL)

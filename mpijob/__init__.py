@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from mpijob._version import __version__ as __version__
 
 if TYPE_CHECKING:  # for IDEs and type checkers; at run time the SDK loads lazily
-    from mpijob.sdk import *  # noqa: F403
+    from mpijob.sdk import *  # noqa: F403 — the SDK's names, as `mpijob.X`
 
 
 def _sdk() -> ModuleType:

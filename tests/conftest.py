@@ -28,8 +28,8 @@ SLOW = frozenset({
     "server/test_fuzz.py",  # thousands of generated requests
     "store/test_supervisor.py", "cli/test_cli_server.py",  # start and stop servers of their own
     "cli/test_cli_run.py", "cli/test_cli_wait_logs.py", "cli/test_cli_describe_hint.py", "sdk/test_sdk_async.py",
-    "sdk/test_sdk_readme.py", "docs/test_quickstart.py", "controllers/test_process_mode.py",
-    "controllers/test_oom.py",  # real jobs
+    "sdk/test_sdk_readme.py", "sdk/test_sdk_client.py", "sdk/test_sdk_trainjob.py", "cli/test_cli_contract.py",
+    "docs/test_quickstart.py", "controllers/test_process_mode.py", "controllers/test_oom.py",  # real jobs
     "test_web_build.py",  # two esbuild bundles
 })
 

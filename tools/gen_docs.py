@@ -24,7 +24,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling tools module, however this is loaded
-from committed import write_or_check  # noqa: E402
+from committed import write_or_check
+
 DOCS = REPO / "docs"
 WIDTH = 100  # the terminal width every usage line is rendered at
 COMMAND = ".venv/bin/python tools/gen_docs.py"
@@ -135,7 +136,8 @@ def _unquote(text: str) -> str:
 
 
 def _param(p: inspect.Parameter) -> str:
-    text = p.name if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) else ("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name
+    text = p.name if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) else (
+        ("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name)
     if p.annotation is not p.empty:
         ann = p.annotation if isinstance(p.annotation, str) else inspect.formatannotation(p.annotation)
         text += f": {_unquote(ann)}"
@@ -176,7 +178,7 @@ def _public_members(cls: type) -> Iterator[tuple[str, Any]]:
         if not klass.__module__.startswith("mpijob"):
             continue
         for name, value in vars(klass).items():
-            if name.startswith("_") and name != "__init__" or name in seen:
+            if (name.startswith("_") and name != "__init__") or name in seen:
                 continue
             if isinstance(value, (staticmethod, classmethod)):
                 value = value.__func__

@@ -38,7 +38,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling tools module, however this is loaded
-from committed import write_or_check  # noqa: E402
+from committed import write_or_check
+
 UPSTREAM = Path(os.environ.get("MPIJOB_UPSTREAM") or REPO.parent / "shared" / "upstream") / "kueue"
 OUTPUT = REPO / "mpijob" / "server" / "openapi" / "kueue_schemas.json"
 BUILTIN_OUTPUT = REPO / "mpijob" / "server" / "openapi" / "builtin_schemas.json"
@@ -61,7 +62,7 @@ def served_schemas(upstream: Path = UPSTREAM, group: str = "") -> dict[str, Any]
     group = group or KUEUE_GROUP
     crds: dict[str, dict[str, Any]] = {}
     for path in sorted(upstream.glob("*.yaml")):
-        crd = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        crd = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 — a SafeLoader
         if crd.get("kind") == "CustomResourceDefinition" and crd["spec"]["group"] == group:
             crds[crd["spec"]["names"]["kind"]] = crd
     out: dict[str, Any] = {}

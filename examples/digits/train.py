@@ -37,7 +37,7 @@ stop = False
 
 def on_sigterm(signum: int, frame: object) -> None:
     """Note the stop; the training loop checkpoints at the next step and exits."""
-    global stop
+    global stop  # noqa: PLW0603 — the flag a signal handler can set
     stop = True
 
 

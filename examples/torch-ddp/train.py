@@ -40,7 +40,7 @@ opt = torch.optim.SGD(model.parameters(), lr=0.1)
 # Every rank takes the same number of steps (the smallest shard's), so DDP's allreduces match.
 counts = torch.tensor([len(xs) // 32])
 dist.all_reduce(counts, op=dist.ReduceOp.MIN)
-for epoch in range(int(os.environ.get("EPOCHS", "30"))):
+for _epoch in range(int(os.environ.get("EPOCHS", "30"))):
     order = torch.randperm(len(xs))
     for step in range(int(counts.item())):
         idx = order[step * 32:(step + 1) * 32]

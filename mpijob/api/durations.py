@@ -8,7 +8,7 @@ the future is `<invalid>`, a missing or unparsable timestamp is `<unknown>`.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -20,7 +20,7 @@ def parse_time(value: str | None) -> datetime | None:
         t = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
 def human_duration(seconds: float) -> str:
@@ -57,4 +57,4 @@ def age(timestamp: str | None, now: datetime | None = None) -> str:
     t = parse_time(timestamp)
     if t is None:
         return "<unknown>"
-    return human_duration(((now or datetime.now(timezone.utc)) - t).total_seconds())
+    return human_duration(((now or datetime.now(UTC)) - t).total_seconds())

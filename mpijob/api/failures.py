@@ -125,7 +125,7 @@ def _pod(facts: Facts, name: str) -> PodFacts:
 
 def _by_host(facts: Facts, host: str) -> PodFacts | None:
     """The pod a host name Open MPI or ssh printed belongs to (with or without its subdomain)."""
-    short = host.split(".")[0]
+    short = host.split(".", maxsplit=1)[0]
     return next((p for p in facts.pods if host == p.host or short == p.host.split(".")[0]), None)
 
 
@@ -342,6 +342,7 @@ def _daemon_lost(facts: Facts, said: Said) -> Failure | None:
 
 
 def _signaled(facts: Facts, said: Said) -> Failure | None:
+    rank: int | None
     if m := said.box(launch_log.BOX_SIGNAL):
         rank, host, number, name = int(m.group(1)), m.group(2), int(m.group(3)), m.group(4)
     elif (banner := said.hydra_banner()) and (s := launch_log.HYDRA_SIGNAL.search(banner)):

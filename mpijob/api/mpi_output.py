@@ -21,12 +21,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import AnyStr, Generic, Protocol, TypeVar
+from typing import Any, AnyStr, Generic, Protocol, TypeVar
 
 from mpijob.api.mpi_impl import launcher_noise
 
 TAG = re.compile(r"\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>:")
-_TAGS = {str: TAG, bytes: re.compile(TAG.pattern.encode())}
+_TAGS: dict[type, re.Pattern[Any]] = {str: TAG, bytes: re.compile(TAG.pattern.encode())}
 RANKS_HEADER = "X-Mpijob-Log-Ranks"  # request "true": each line's rank beside it; the response echoes it
 NO_RANK = "-"  # the rank field of a line no rank wrote (mpirun's own messages, untagged output)
 TAG_VARIABLE = "OMPI_MCA_orte_tag_output"
@@ -50,12 +50,12 @@ def untag(text: AnyStr) -> list[Piece[AnyStr]]:
 
     A rank that prints without a newline is followed on the same line by the next rank's tag, so a
     line can hold several pieces."""
-    tags = list(_TAGS[type(text)].finditer(text))
+    tags: list[re.Match[Any]] = list(_TAGS[type(text)].finditer(text))
     none = text[:0]
     if not tags:
         return [Piece(None, text, none)]
     pieces = [Piece(None, text[: tags[0].start()], none)] if tags[0].start() else []
-    for tag, after in zip(tags, tags[1:] + [None]):
+    for tag, after in zip(tags, [*tags[1:], None]):
         pieces.append(Piece(int(tag[1]), text[tag.end(): after.start() if after else len(text)], tag[0]))
     return pieces
 
@@ -65,7 +65,7 @@ class _Ranked(Protocol):
     def rank(self) -> int | None: ...
 
     @property
-    def text(self) -> str: ...
+    def text(self) -> Any: ...  # the piece's AnyStr: str or bytes
 
 
 P = TypeVar("P", bound=_Ranked)
@@ -94,7 +94,7 @@ class Rejoin(Generic[P]):
                     continue
                 head = self._open.pop(piece.rank, None)
                 if head is not None:
-                    piece = _joined(head + [piece])
+                    piece = _joined([*head, piece])
             out.append(piece)
         return out
 
@@ -109,7 +109,7 @@ def _joined(parts: list[P]) -> P:
     """One line from a rank's pieces, with the fields of the last: joined once, so a line Open MPI
     forwarded in 256 chunks (1 MiB) costs one copy, not 256 growing ones."""
     last = parts[-1]
-    return replace(last, text=last.text[:0].join(p.text for p in parts))  # type: ignore[type-var]
+    return replace(last, text=last.text[:0].join(p.text for p in parts))  # type: ignore[type-var]  # P is a dataclass, which a Protocol cannot say
 
 
 class LauncherOutput:

@@ -24,8 +24,8 @@ def crd_definition_name(group: str, version: str, kind: str) -> str:
 def schemas(document: Mapping[str, Any]) -> Mapping[str, Any]:
     """The named schemas of a v2 (`definitions`) or v3 (`components.schemas`) document."""
     if "definitions" in document:
-        return document["definitions"]  # type: ignore[no-any-return]
-    return document.get("components", {}).get("schemas", {})  # type: ignore[no-any-return]
+        return document["definitions"]
+    return document.get("components", {}).get("schemas", {})
 
 
 def kind_schema(document: Mapping[str, Any], group: str, version: str, kind: str) -> tuple[str, dict[str, Any]] | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from mpijob.api import names, support
@@ -58,15 +58,15 @@ def merge(base: Any, patch: Any, key: str = "") -> Any:
         return out
     if isinstance(base, list) and isinstance(patch, list) and key in MERGE_KEYS:
         by = MERGE_KEYS[key]
-        out = list(base)
+        items = list(base)
         for item in patch:
-            at = next((i for i, x in enumerate(out) if isinstance(x, dict) and isinstance(item, dict)
+            at = next((i for i, x in enumerate(items) if isinstance(x, dict) and isinstance(item, dict)
                        and x.get(by) == item.get(by)), None)
             if at is None:
-                out.append(copy.deepcopy(item))
+                items.append(copy.deepcopy(item))
             else:
-                out[at] = merge(out[at], item)
-        return out
+                items[at] = merge(items[at], item)
+        return items
     return copy.deepcopy(patch)
 
 
@@ -153,7 +153,7 @@ def _duplicates(items: list[Any], where: str, what: str) -> list[Cause]:
 def stamp(trainjob: dict, old: dict | None = None, at: datetime | None = None) -> None:
     """Trainer's defaulting webhook: each entry's `time` is when it was last written. A new entry, or one
     whose content changed, gets `at` (now); an unchanged one keeps its time."""
-    when = (at or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = (at or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     before = {p.get("manager"): p for p in entries(old)} if old is not None else {}
     for patch in entries(trainjob):
         prior = before.get(patch.get("manager"))

@@ -107,7 +107,8 @@ def why_not(pod_spec: dict, node: dict) -> str | None:
     """The reason kube-scheduler's first failing filter gives for this node; None when the pod fits."""
     spec = node.get("spec") or {}
     if spec.get("unschedulable") and not any(
-            tolerates(t, {"key": names.TAINT_UNSCHEDULABLE, "effect": NO_SCHEDULE}) for t in pod_spec.get("tolerations") or []):
+            tolerates(t, {"key": names.TAINT_UNSCHEDULABLE, "effect": NO_SCHEDULE})
+            for t in pod_spec.get("tolerations") or []):
         return CORDONED
     name = pod_spec.get("nodeName")
     if name and name != (node.get("metadata") or {}).get("name"):

@@ -166,7 +166,7 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
     impl = mpi_impl.of_runtime(runtime)  # the annotation's MPI: hostfile format, launcher variables
     mount = mpi.get("sshAuthMountPath") or names.DEFAULT_SSH_AUTH_MOUNT_PATH
     num_nodes = int(trainer.get("numNodes") or ml.get("numNodes") or 1)
-    if names.NODE in by_name:
+    if names.NODE in by_name:  # noqa: SIM108 — each branch has its comment
         node_replicas = max(num_nodes - 1, 1) if launcher_as_node else num_nodes
     else:  # launcher-only runtime: the launcher is the single host (Trainer allows it for numNodes 1)
         node_replicas = 0

@@ -10,7 +10,7 @@ and for the scheduler's start estimates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mpijob.api import Obj, names
@@ -127,5 +127,5 @@ def trainer_status(body: Any, name: str) -> Obj | None:
     out = {k: status[k] for k in keys if status.get(k) is not None}
     updated = parse_time(stamp)
     assert updated is not None
-    out["lastUpdatedTime"] = updated.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # metav1.Time's form
+    out["lastUpdatedTime"] = updated.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # metav1.Time's form
     return out

@@ -47,7 +47,7 @@ def parse_quantity(value: object) -> Decimal:
 
 def quantity_value(value: object) -> int:
     """Integer value rounded up, like `resource.Quantity.Value()`."""
-    return int(math.ceil(parse_quantity(value)))
+    return math.ceil(parse_quantity(value))
 
 
 def is_quantity(value: object) -> bool:
@@ -138,4 +138,4 @@ def shortest(value: object, resource: str = "memory") -> str:
         return text
     n = int(text)
     forms = [f"{n // size}{suffix}" for suffix, size in _SHORT_UNITS if n >= size and n % size == 0]
-    return min(forms + [text], key=len)
+    return min([*forms, text], key=len)

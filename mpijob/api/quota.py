@@ -23,7 +23,7 @@ a quantity.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mpijob.api import names
@@ -95,8 +95,8 @@ def is_extended(name: str) -> bool:
 def tracked(key: str) -> bool:
     """Whether a TrainJob's usage is counted against quota key `key` (the pod evaluator's
     MatchingResources, plus the TrainJob object count). Other keys do not constrain a TrainJob."""
-    return (key in POD_KEYS or key == COUNT_TRAINJOBS or key.startswith(_HUGEPAGES)
-            or key.startswith(REQ + _HUGEPAGES) or (key.startswith(REQ) and not _native(key)))
+    return (key in POD_KEYS or key == COUNT_TRAINJOBS or key.startswith((_HUGEPAGES, REQ + _HUGEPAGES))
+            or (key.startswith(REQ) and not _native(key)))
 
 
 # -- LimitRange defaults and checks ---------------------------------------------------------------------
@@ -271,7 +271,8 @@ def status(resource_quota: Mapping[str, Any], used: Mapping[str, int]) -> dict[s
     return {"hard": spec_hard, "used": {k: show(k, used.get(k, 0)) for k in sorted(limits) if tracked(k)}}
 
 
-def check(quotas: Iterable[Mapping[str, Any]], used: Mapping[str, int], pods: list[Mapping[str, Any]]) -> str | None:
+def check(quotas: Iterable[Mapping[str, Any]], used: Mapping[str, int],
+          pods: Sequence[Mapping[str, Any]]) -> str | None:
     """Why the quotas refuse a new TrainJob whose plan has `pods` (each a container's defaulted
     resources, named `node` as every MPI container is) when the namespace already uses `used`; None
     if they admit it. The first quota that refuses is named, as the ResourceQuota plugin does."""

@@ -98,11 +98,10 @@ def request_attributes(user: User, method: str, path: str, query: str = "") -> A
     else:
         verb = _METHOD_VERBS.get(method.upper(), "")
     namespace = ""
-    if parts[0] == "namespaces":
-        if len(parts) > 1:
-            namespace = parts[1]
-            if len(parts) > 2 and parts[2] not in NAMESPACE_SUBRESOURCES:
-                parts = parts[2:]
+    if parts[0] == "namespaces" and len(parts) > 1:
+        namespace = parts[1]
+        if len(parts) > 2 and parts[2] not in NAMESPACE_SUBRESOURCES:
+            parts = parts[2:]
     resource = parts[0]
     name = parts[1] if len(parts) >= 2 else ""
     subresource = parts[2] if len(parts) >= 3 and verb != "proxy" else ""
@@ -154,7 +153,7 @@ class Rule:
         if not ("*" in self.verbs or a.verb in self.verbs):
             return False
         if not a.resource_request:
-            return any(u == "*" or u == a.path or (u.endswith("*") and a.path.startswith(u[:-1])) for u in self.urls)
+            return any(u in ("*", a.path) or (u.endswith("*") and a.path.startswith(u[:-1])) for u in self.urls)
         if not ("*" in self.groups or a.api_group in self.groups):
             return False
         combined = f"{a.resource}/{a.subresource}" if a.subresource else a.resource
@@ -371,7 +370,7 @@ def _covers_one(owner: Rule, verb: str, group: str, resource: str, name: str, ur
     if not ("*" in owner.verbs or verb in owner.verbs):
         return False
     if url:
-        return any(u == "*" or u == url or (u.endswith("*") and url.startswith(u[:-1])) for u in owner.urls)
+        return any(u in ("*", url) or (u.endswith("*") and url.startswith(u[:-1])) for u in owner.urls)
     if not ("*" in owner.groups or group in owner.groups):
         return False
     sub = resource.split("/", 1)[1] if "/" in resource else ""
@@ -430,7 +429,8 @@ def forbidden_message(a: Attributes) -> str:
     if a.namespace:
         return (f'User "{a.user.name}" cannot {a.verb} resource "{resource}" in API group "{a.api_group}" '
                 f'in the namespace "{a.namespace}"')
-    return f'User "{a.user.name}" cannot {a.verb} resource "{resource}" in API group "{a.api_group}" at the cluster scope'
+    return (f'User "{a.user.name}" cannot {a.verb} resource "{resource}" in API group "{a.api_group}" '
+            'at the cluster scope')
 
 
 def forbidden(a: Attributes, reason: str = "") -> ApiError:

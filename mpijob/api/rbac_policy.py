@@ -128,7 +128,7 @@ def _kueue() -> list[Obj]:
     to_all = [names.LABEL_AGGREGATE_TO_VIEW, names.LABEL_AGGREGATE_TO_EDIT, names.LABEL_AGGREGATE_TO_ADMIN]
 
     def role(name: str, rules: list[Obj], *keys: str, kind_role: str = "") -> Obj:
-        labels = {k: "true" for k in keys}
+        labels = dict.fromkeys(keys, "true")
         if kind_role:
             labels[names.LABEL_KUEUE_ROLE] = kind_role
         return _cluster_role(f"kueue-{name}", rules, labels, bootstrap=False)

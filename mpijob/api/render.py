@@ -36,7 +36,9 @@ def _metadata(name: str, plan: RunPlan, owner: dict, labels: dict[str, str] | No
 
 def render_secret(plan: RunPlan, private_pem: str, public_line: str, owner: dict) -> dict:
     """Secret `<job>-mpi-ssh-auth`: immutable `kubernetes.io/ssh-auth`, as Trainer's MPI plugin builds it."""
-    b64 = lambda s: base64.b64encode(s.encode()).decode()  # noqa: E731
+    def b64(s: str) -> str:
+        return base64.b64encode(s.encode()).decode()
+
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -195,7 +197,8 @@ def render_pod(plan: RunPlan, pod: PodPlan, owner: dict, account: dict | None = 
     idx = next((i for i, c in enumerate(containers) if c.get("name") == names.CONTAINER), 0)
     container = dict(containers[idx])
     volumes, mounts = _volumes(plan, pod)
-    container.update({"name": container.get("name") or names.CONTAINER, "image": pod.image, "env": copy.deepcopy(pod.env)})
+    container.update({"name": container.get("name") or names.CONTAINER, "image": pod.image,
+                      "env": copy.deepcopy(pod.env)})
     for key, value in (("command", pod.command), ("args", pod.args)):
         if value:
             container[key] = list(value)

@@ -56,11 +56,13 @@ PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "persist
                                     True, ("pvc",), ("status",))
 # The machine, registered by the local kubelet (`controllers/kubelet/node.py`) as a kubelet registers its Node
 NODES = Resource("", "v1", "nodes", "node", "Node", False, ("no",), ("status",))
-TRAINJOBS = Resource(names.TRAINER_GROUP, names.TRAINER_VERSION, "trainjobs", "trainjob", "TrainJob", True, (), ("status",))
-TRAINING_RUNTIMES = Resource(names.TRAINER_GROUP, names.TRAINER_VERSION, "trainingruntimes", "trainingruntime", "TrainingRuntime",
-                             True)
+TRAINJOBS = Resource(names.TRAINER_GROUP, names.TRAINER_VERSION, "trainjobs", "trainjob", "TrainJob", True, (),
+                     ("status",))
+TRAINING_RUNTIMES = Resource(names.TRAINER_GROUP, names.TRAINER_VERSION, "trainingruntimes", "trainingruntime",
+                             "TrainingRuntime", True)
 CLUSTER_TRAINING_RUNTIMES = Resource(
-    names.TRAINER_GROUP, names.TRAINER_VERSION, "clustertrainingruntimes", "clustertrainingruntime", "ClusterTrainingRuntime", False
+    names.TRAINER_GROUP, names.TRAINER_VERSION, "clustertrainingruntimes", "clustertrainingruntime",
+    "ClusterTrainingRuntime", False,
 )
 
 # RBAC (rbac.authorization.k8s.io/v1), enforced by `mpijob.api.rbac`.
@@ -92,18 +94,20 @@ def _kueue(version: str) -> tuple[Resource, ...]:
     return (
         Resource(names.KUEUE_GROUP, version, "resourceflavors", "resourceflavor", "ResourceFlavor", False,
                  ("flavor", "flavors", "rf")),
-        Resource(names.KUEUE_GROUP, version, "clusterqueues", "clusterqueue", "ClusterQueue", False, ("cq",), ("status",)),
+        Resource(names.KUEUE_GROUP, version, "clusterqueues", "clusterqueue", "ClusterQueue", False, ("cq",),
+                 ("status",)),
         Resource(names.KUEUE_GROUP, version, "localqueues", "localqueue", "LocalQueue", True, ("queue", "queues", "lq"),
                  ("status",)),
-        Resource(names.KUEUE_GROUP, version, "workloadpriorityclasses", "workloadpriorityclass", "WorkloadPriorityClass", False,
-                 ("wpc",)),
+        Resource(names.KUEUE_GROUP, version, "workloadpriorityclasses", "workloadpriorityclass",
+                 "WorkloadPriorityClass", False, ("wpc",)),
         Resource(names.KUEUE_GROUP, version, "workloads", "workload", "Workload", True,
                  ("kwl", "kueueworkload", "kueueworkloads"), ("status",)),
         Resource(names.KUEUE_GROUP, version, "cohorts", "cohort", "Cohort", False, ("co",), ("status",)),
     )
 
 
-RESOURCE_FLAVORS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOAD_PRIORITY_CLASSES, WORKLOADS, COHORTS = _kueue(names.KUEUE_VERSION)
+RESOURCE_FLAVORS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOAD_PRIORITY_CLASSES, WORKLOADS, COHORTS = _kueue(
+    names.KUEUE_VERSION)
 KUEUE_V1BETA1: tuple[Resource, ...] = _kueue(names.KUEUE_V1BETA1)
 
 ALL: tuple[Resource, ...] = (

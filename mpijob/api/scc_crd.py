@@ -180,5 +180,5 @@ def warnings(obj: dict) -> list[str]:
     name = (obj.get("metadata") or {}).get("name")
     if name not in BUILT_IN:
         return []
-    return [f'{KIND} "{name}" is built in on the local cluster: admission uses its own {name} (docs/security.md, '
-            f'"Tenant UIDs"), not this object; give yours another name']
+    return [(f'{KIND} "{name}" is built in on the local cluster: admission uses its own {name} (docs/security.md, '
+             f'"Tenant UIDs"), not this object; give yours another name')]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 # OpenShift's weights: each class of freedom outweighs every combination of the ones below it
 _PRIVILEGED, _HOST_PORTS, _HOST_NETWORK, _HOST_VOLUMES, _OTHER_VOLUMES = 1_600_000, 800_000, 400_000, 200_000, 100_000
-_STRATEGY = {names.SCC_RUN_AS_ANY: 40_000, names.SCC_MUST_RUN_AS_NON_ROOT: 30_000,
+_STRATEGY: dict[str | None, int] = {names.SCC_RUN_AS_ANY: 40_000, names.SCC_MUST_RUN_AS_NON_ROOT: 30_000,
              names.SCC_MUST_RUN_AS_RANGE: 20_000, names.SCC_MUST_RUN_AS: 10_000}  # runAsUser and seLinuxContext
 _PLAIN_VOLUMES = frozenset({"configMap", "downwardAPI", "emptyDir", "none", "projected", "secret"})
 _ANY = ("*", "ALL")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable
-from functools import lru_cache
-from typing import Any
+from collections.abc import Iterable, Mapping
+from functools import cache
+from typing import Any, cast
 
 import jsonschema
 
@@ -54,7 +54,7 @@ def _simplify(node: Any) -> Any:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(kind: str) -> jsonschema.protocols.Validator:
     from kubeflow_trainer_api import models
 
@@ -88,7 +88,7 @@ def show(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-_TYPE_WORDS = {
+_TYPE_WORDS: dict[str, str] = {
     "integer": "an integer",
     "string": "a string",
     "object": "an object (a mapping of fields)",
@@ -100,16 +100,18 @@ _TYPE_WORDS = {
 
 def _type_words(t: Any) -> str:
     if isinstance(t, list):
-        return " or ".join(_TYPE_WORDS.get(x, x) for x in t)
+        types: list[str] = t
+        return " or ".join(_TYPE_WORDS.get(x, x) for x in types)
     return _TYPE_WORDS.get(t, str(t))
 
 
 def _causes(err: jsonschema.ValidationError) -> list[Cause]:
     where = path_of(err.absolute_path)
     if err.validator == "additionalProperties":
-        allowed = sorted((err.schema.get("properties") or {}).keys())
+        schema = cast("Mapping[str, Any]", err.schema)  # a mapping where this validator is
+        allowed = sorted((schema.get("properties") or {}).keys())
         out = []
-        for name in sorted(set(err.instance) - set(allowed)):
+        for name in sorted(set(cast("Iterable[str]", err.instance)) - set(allowed)):
             fld = f"{where}.{name}" if where else name
             close = difflib.get_close_matches(name, allowed, n=1)
             hint = f'; did you mean "{close[0]}"?' if close else ""
@@ -124,7 +126,7 @@ def _causes(err: jsonschema.ValidationError) -> list[Cause]:
         return [Cause(where, f"Invalid value: {show(err.instance)}: must be {_type_words(err.validator_value)}",
                       "FieldValueTypeInvalid")]
     if err.validator == "enum":
-        choices = ", ".join(show(v) for v in err.validator_value)
+        choices = ", ".join(show(v) for v in cast("Iterable[Any]", err.validator_value))
         return [Cause(where, f"Unsupported value: {show(err.instance)}: supported values: {choices}",
                       "FieldValueNotSupported")]
     return [Cause(where, f"Invalid value: {show(err.instance)}: {err.message}")]

@@ -42,7 +42,9 @@ _EXISTS = re.compile(r"^\s*(!?)\s*([A-Za-z0-9_./-]+)\s*$")
 
 def _split_terms(selector: str) -> list[str]:
     """Split on commas that are not inside a `( … )` value set."""
-    terms, depth, current = [], 0, []
+    terms: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in selector:
         if ch == "(":
             depth += 1

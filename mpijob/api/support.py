@@ -105,12 +105,11 @@ def _set_fields(node: Any, where: str = "", path: str = "") -> Iterator[tuple[st
 def _concrete(where: str, rule_path: str) -> str:
     """The prefix of a concrete path (`a[2].b.c`) that a rule path (`a[].b`) names."""
     depth = rule_path.count(".") + rule_path.count("[]")
-    parts, i = [], 0
-    for token in where.replace("[", ".[").split("."):
+    parts = []
+    for i, token in enumerate(where.replace("[", ".[").split(".")):
         if i == depth + 1:
             break
         parts.append(token)
-        i += 1
     return ".".join(parts).replace(".[", "[")
 
 
@@ -175,8 +174,8 @@ def _claim_class(kind: str, obj: dict[str, Any]) -> list[str]:
     name = (obj.get("spec") or {}).get("storageClassName") if kind == PVC_KIND else None
     if not name or name == LOCAL_STORAGE_CLASS:
         return []
-    return [f'spec.storageClassName: "{name}" is not a StorageClass of the local cluster: the claim is bound to a '
-            f'directory of this machine, as its "{LOCAL_STORAGE_CLASS}" class binds one']
+    return [(f'spec.storageClassName: "{name}" is not a StorageClass of the local cluster: the claim is bound to a '
+             f'directory of this machine, as its "{LOCAL_STORAGE_CLASS}" class binds one')]
 
 
 def _dig(obj: Any, *path: str) -> Any:
@@ -196,8 +195,8 @@ def _pod_templates(kind: str, obj: dict[str, Any]) -> Iterator[tuple[str, dict[s
         for k, patch in enumerate(_dig(obj, "spec", "runtimePatches") or []):
             rjobs = _dig(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs") or []
             for i, rj in enumerate(rjobs):
-                yield (f"spec.runtimePatches[{k}].trainingRuntimeSpec.template.spec.replicatedJobs[{i}].template.spec"
-                       ".template.spec", _dig(rj, *rjob_pod), False)
+                yield ((f"spec.runtimePatches[{k}].trainingRuntimeSpec.template.spec.replicatedJobs[{i}].template.spec"
+                        ".template.spec"), _dig(rj, *rjob_pod), False)
     elif kind == MPIJOB_KIND:
         for replica, spec in (_dig(obj, "spec", "mpiReplicaSpecs") or {}).items():
             yield f"spec.mpiReplicaSpecs.{replica}.template.spec", _dig(spec, "template", "spec"), True

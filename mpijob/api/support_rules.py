@@ -22,9 +22,9 @@ from mpijob.api.names import (
 )
 
 HONOURED, WARNED, REFUSED = "honoured", "warned", "refused"
-UNMOUNTABLE = ("this type of volume is not provided by the local cluster, which mounts persistentVolumeClaim, hostPath, "
-               "emptyDir, configMap, secret, downwardAPI and projected volumes; for NFS or another share, mount it on "
-               "this machine and use a hostPath volume to it (docs/volumes.md)")
+UNMOUNTABLE = ("this type of volume is not provided by the local cluster, which mounts persistentVolumeClaim, "
+               "hostPath, emptyDir, configMap, secret, downwardAPI and projected volumes; for NFS or another share, "
+               "mount it on this machine and use a hostPath volume to it (docs/volumes.md)")
 _RESOURCE_FIELDS = "resource fields are not written into downwardAPI volumes by the local cluster; use fieldRef"
 
 
@@ -267,8 +267,8 @@ WORKLOAD: dict[str, Rule] = {
 # runtime's are, since that is where they go; the map of replica specs is walked as `*`.
 
 _MPI_TEMPLATE = "spec.mpiReplicaSpecs.*.template"
-_QUEUED_AS_IS = (f"the job is queued by Kueue as it is: choose its LocalQueue with the label {LABEL_QUEUE_NAME} and its "
-             f"priority with {LABEL_PRIORITY_CLASS} (a WorkloadPriorityClass)")
+_QUEUED_AS_IS = (f"the job is queued by Kueue as it is: choose its LocalQueue with the label {LABEL_QUEUE_NAME} "
+                 f"and its priority with {LABEL_PRIORITY_CLASS} (a WorkloadPriorityClass)")
 _NO_RESTARTS = "pods are not restarted by the local cluster: the first failure ends the job"
 
 MPIJOB: dict[str, Rule] = {

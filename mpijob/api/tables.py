@@ -7,7 +7,7 @@ choice lives here, pure: the same cells back kubectl, the CLI and the dashboard.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from mpijob.api import Obj, names
@@ -313,7 +313,7 @@ def table(
     now: datetime | None = None,
 ) -> Obj:
     """A `Table` of `items` with this kind's columns; priority > 0 columns show only with `-o wide`."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return {
         "kind": "Table",
         "apiVersion": names.META_API_VERSION,

@@ -92,6 +92,6 @@ def verify(key: bytes, token: str, now: float | None = None, audience: str = AUD
     k8s = payload.get("kubernetes.io")
     if not isinstance(k8s, dict) or not isinstance(k8s.get("serviceaccount"), dict):
         return None
-    sa, pod = k8s["serviceaccount"], k8s.get("pod") if isinstance(k8s.get("pod"), dict) else {}
+    sa, pod = k8s["serviceaccount"], k8s["pod"] if isinstance(k8s.get("pod"), dict) else {}
     return Claims(str(k8s.get("namespace", "")), str(sa.get("name", "")), str(sa.get("uid", "")),
                   str(pod.get("name", "")), str(pod.get("uid", "")))

@@ -177,8 +177,8 @@ def check_runtime_ref(trainjob: dict, runtime: dict | None, available: list[str]
                           "cluster does not run image entrypoints; set spec.trainer.command, e.g. "
                           '["mpirun", "python3", "train.py"]')
     nodes = (max(num_nodes - 1, 1) if launcher_as_node else num_nodes) if names.NODE in rjobs else 0
-    longest = max([names.hostname(job, names.LAUNCHER, 0, 0)] + [names.hostname(job, names.NODE, 0, nodes - 1)] * (nodes > 0),
-                  key=len)
+    longest = max([names.hostname(job, names.LAUNCHER, 0, 0)]
+                  + [names.hostname(job, names.NODE, 0, nodes - 1)] * (nodes > 0), key=len)
     if len(longest) > HOSTNAME_LIMIT:
         room = len(job) - (len(longest) - HOSTNAME_LIMIT)
         raise _refuse(job, "metadata.name",

@@ -184,7 +184,8 @@ def _core_causes(res: Resource, obj: dict, old: dict | None) -> list[Cause]:
     if res.kind == names.PVC_KIND:
         causes = volumes.claim_causes(obj, old)  # defaults `obj`: the rules read the stored form
         return causes + (support.check(res.kind, obj).causes if support.desired_changed(obj, old) else [])
-    if res.kind in ("RoleBinding", "ClusterRoleBinding") and old is not None and obj.get("roleRef") != old.get("roleRef"):
+    if (res.kind in ("RoleBinding", "ClusterRoleBinding") and old is not None
+            and obj.get("roleRef") != old.get("roleRef")):
         return [Cause("roleRef", f"Invalid value: {show(obj.get('roleRef'))}: cannot change roleRef; delete the "
                                  "binding and create a new one")]  # kube's rule: a binding names one role for life
     return []
@@ -262,4 +263,4 @@ def _pod_causes(obj: dict) -> list[Cause]:
     return out
 
 
-__all__ = ["admit", "warm", "ApiError"]
+__all__ = ["ApiError", "admit", "warm"]

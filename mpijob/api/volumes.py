@@ -269,7 +269,8 @@ def pod_causes(pod_spec: Obj, where: str, whole: bool = True) -> list[Cause]:
 def _file_causes(kind: str, source: Obj, at: str) -> list[Cause]:
     """Item paths relative and inside the volume, downward fields the kubelet knows."""
     out = []
-    items: list[tuple[str, Obj]] = [(f"{at}.{kind}.items[{k}]", item) for k, item in enumerate(source.get("items") or [])]
+    items: list[tuple[str, Obj]] = [(f"{at}.{kind}.items[{k}]", item)
+                                    for k, item in enumerate(source.get("items") or [])]
     if kind == PROJECTED:
         for s, projection in enumerate(source.get("sources") or []):
             for sub in (CONFIG_MAP, SECRET, DOWNWARD_API):
@@ -323,7 +324,8 @@ def claim_causes(claim: Obj, old: Obj | None) -> list[Cause]:
     else:
         try:
             if parse_quantity(request) <= 0:
-                out.append(Cause(f"spec.resources[{STORAGE}]", f'Invalid value: "{request}": must be greater than zero'))
+                out.append(Cause(f"spec.resources[{STORAGE}]",
+                                 f'Invalid value: "{request}": must be greater than zero'))
         except ValueError as e:
             out.append(Cause(f"spec.resources[{STORAGE}]", f"Invalid value: {e}"))
     if old is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from mpijob.api import Obj, names
 from mpijob.api.durations import parse_time
@@ -45,7 +45,7 @@ class Waiting:
         """`estimated start in ~12 min`, counted from `now`; `no estimate` without one."""
         if self.estimated_start is None:
             return NO_ESTIMATE
-        left = (self.estimated_start - (now or datetime.now(timezone.utc))).total_seconds()
+        left = (self.estimated_start - (now or datetime.now(UTC))).total_seconds()
         return f"estimated start in {about(left)}"
 
     def sentence(self, now: datetime | None = None) -> str:
@@ -56,7 +56,7 @@ class Waiting:
         """The Workload annotations that carry it."""
         out = {names.ANNOTATION_WAITING: self.reason}
         if self.estimated_start is not None:
-            out[names.ANNOTATION_ESTIMATED_START] = self.estimated_start.astimezone(timezone.utc).strftime(
+            out[names.ANNOTATION_ESTIMATED_START] = self.estimated_start.astimezone(UTC).strftime(
                 "%Y-%m-%dT%H:%M:%SZ")
         return out
 

@@ -7,8 +7,8 @@ in use.
 """
 
 import json
-from datetime import datetime, timedelta, timezone
-from typing import Annotated, Any, Optional
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
 
 import typer
 
@@ -34,7 +34,7 @@ def _row(ev: dict[str, Any]) -> list[str]:
         resource = str(ref.get("resource", "")) + (f"/{ref['subresource']}" if ref.get("subresource") else "")
     else:  # a non-resource request: its path
         resource = str(ev.get("requestURI", "")).split("?")[0]
-    status = ev.get("responseStatus") if isinstance(ev.get("responseStatus"), dict) else {}
+    status = ev["responseStatus"] if isinstance(ev.get("responseStatus"), dict) else {}
     return [when.strftime("%Y-%m-%dT%H:%M:%SZ") if when else "<unknown>", username(ev) or "<none>",
             str(ev.get("verb", "")), resource or "<none>", str((ref or {}).get("namespace") or "<none>"),
             str((ref or {}).get("name") or "<none>"), str(status.get("code", ""))]
@@ -42,14 +42,14 @@ def _row(ev: dict[str, Any]) -> list[str]:
 
 @handles_errors
 def audit(
-    user: Annotated[Optional[str], typer.Option(
+    user: Annotated[str | None, typer.Option(
         "--user", help="Only what this user did, and the completion or failure of the TrainJobs they created.",
         show_default=False)] = None,
-    since: Annotated[Optional[str], typer.Option(
+    since: Annotated[str | None, typer.Option(
         "--since", help="Only events newer than this (30s, 5m, 1h, 2h30m).", show_default=False)] = None,
-    verb: Annotated[Optional[str], typer.Option(
+    verb: Annotated[str | None, typer.Option(
         "--verb", help=f"Only this verb: {', '.join(VERBS)}.", show_default=False)] = None,
-    output_format: Annotated[Optional[str], typer.Option(
+    output_format: Annotated[str | None, typer.Option(
         "--output", "-o", help=f"json: the {names.AUDIT_API_VERSION} Events as JSON lines, as the log holds them.",
         show_default=False)] = None,
 ) -> None:
@@ -71,7 +71,7 @@ def audit(
         raise InvalidArgument("--verb", verb, "is not a request verb", f"use one of: {', '.join(VERBS)}")
     start = None
     if since is not None:
-        start = datetime.now(timezone.utc) - timedelta(seconds=parse_duration(since, "--since"))
+        start = datetime.now(UTC) - timedelta(seconds=parse_duration(since, "--since"))
     path = Home.default().audit_log
     if not log.files(path):
         output.info(f"no audit log at {path} yet: the local cluster writes it once it serves a change "

@@ -46,14 +46,15 @@ def install() -> None:
         return
 
     @dataclass(frozen=True)
-    class PlainRuntimeParam(RuntimeParam):  # type: ignore[misc]
+    class PlainRuntimeParam(RuntimeParam):
         leaf: type = str
         many: bool = False
 
         def _one(self, value: Any, param: Any, ctx: Any) -> Any:
             if isinstance(value, bytes):
                 value = value.decode("utf-8", "replace")
-            if self.leaf is str or isinstance(value, self.leaf) and not (self.leaf is not bool and isinstance(value, bool)):
+            if self.leaf is str or (isinstance(value, self.leaf)
+                                    and not (self.leaf is not bool and isinstance(value, bool))):
                 return value if self.leaf is not str else str(value)
             text = str(value).strip()
             if self.leaf is bool:
@@ -78,5 +79,5 @@ def install() -> None:
             return pydantic_build(descriptor)
         return PlainRuntimeParam(parameter_info=info, annotation=descriptor.annotation, leaf=plain[0], many=plain[1])
 
-    build_runtime_param.plain = True  # type: ignore[attr-defined]
+    build_runtime_param.plain = True  # type: ignore[attr-defined]  # the marker install() checks
     typer_core.build_runtime_param = build_runtime_param

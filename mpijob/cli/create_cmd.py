@@ -4,7 +4,7 @@
 # annotation again on each run. What only a command's body needs is imported there (docs/architecture.md:
 # a CLI call loads what it uses).
 
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -28,31 +28,36 @@ if TYPE_CHECKING:
 CREATE_FORMATS = ("json", "yaml", "name")
 FLAGS = {"num_nodes": "--nodes", "num_proc_per_node": "--procs-per-node"}  # builder keyword → CLI flag
 
-OptFileOpt = Annotated[Optional[list[str]], typer.Option(
+OptFileOpt = Annotated[list[str] | None, typer.Option(
     "--filename", "-f", help="YAML/JSON manifest (`-` for stdin); repeatable.", show_default=False)]
-CreateOutputOpt = Annotated[Optional[str], typer.Option(
+CreateOutputOpt = Annotated[str | None, typer.Option(
     "--output", "-o", help="json | yaml: {name, namespace, status} (with --dry-run: the whole object) | name",
     show_default=False)]
 
 
-def _opt(flag: str, help_text: str, kind: Any = str) -> Any:
-    return Annotated[Optional[kind], typer.Option(flag, help=help_text, show_default=False)]
-
-
-WordsArg = Annotated[Optional[list[str]], typer.Argument(
+WordsArg = Annotated[list[str] | None, typer.Argument(
     help="`trainjob NAME -- COMMAND ARGS…` to build the TrainJob from the flags below instead of -f.",
     metavar="trainjob NAME -- COMMAND ARGS…", show_default=False)]
-NodesOpt = _opt("--nodes", "trainer.numNodes (default: the runtime's).", int)
-ProcsOpt = _opt("--procs-per-node", "trainer.numProcPerNode: MPI slots per node (default: the runtime's).", int)
-GpusOpt = _opt("--gpus", "nvidia.com/gpu per node (resourcesPerNode.limits).", int)
-CpuOpt = _opt("--cpu", "CPU per node, a quantity: 4, 500m (resourcesPerNode.limits.cpu).")
-MemoryOpt = _opt("--memory", "Memory per node, a quantity: 8Gi (resourcesPerNode.limits.memory).")
-EnvOpt = Annotated[Optional[list[str]], typer.Option("--env", "-e", help="K=V into trainer.env; repeatable.",
+NodesOpt = Annotated[int | None, typer.Option(
+    "--nodes", help="trainer.numNodes (default: the runtime's).", show_default=False)]
+ProcsOpt = Annotated[int | None, typer.Option(
+    "--procs-per-node", help="trainer.numProcPerNode: MPI slots per node (default: the runtime's).",
+    show_default=False)]
+GpusOpt = Annotated[int | None, typer.Option(
+    "--gpus", help="nvidia.com/gpu per node (resourcesPerNode.limits).", show_default=False)]
+CpuOpt = Annotated[str | None, typer.Option(
+    "--cpu", help="CPU per node, a quantity: 4, 500m (resourcesPerNode.limits.cpu).", show_default=False)]
+MemoryOpt = Annotated[str | None, typer.Option(
+    "--memory", help="Memory per node, a quantity: 8Gi (resourcesPerNode.limits.memory).", show_default=False)]
+EnvOpt = Annotated[list[str] | None, typer.Option("--env", "-e", help="K=V into trainer.env; repeatable.",
                                                      show_default=False)]
-QueueOpt = _opt("--queue", f"LocalQueue (label {names.LABEL_QUEUE_NAME}).")
-PriorityOpt = _opt("--priority", f"WorkloadPriorityClass (label {names.LABEL_PRIORITY_CLASS}).")
+QueueOpt = Annotated[str | None, typer.Option(
+    "--queue", help=f"LocalQueue (label {names.LABEL_QUEUE_NAME}).", show_default=False)]
+PriorityOpt = Annotated[str | None, typer.Option(
+    "--priority", help=f"WorkloadPriorityClass (label {names.LABEL_PRIORITY_CLASS}).", show_default=False)]
 RuntimeOpt = Annotated[str, typer.Option("--runtime", help="ClusterTrainingRuntime to run on.")]
-ImageOpt = _opt("--image", "trainer.image (recorded on the local cluster, pulled on Kubernetes).")
+ImageOpt = Annotated[str | None, typer.Option(
+    "--image", help="trainer.image (recorded on the local cluster, pulled on Kubernetes).", show_default=False)]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Have the server validate and default the objects "
                                          "(dryRun=All) without creating them.")]
 
@@ -199,7 +204,8 @@ def delete(
     resource: Annotated[str, typer.Argument(help="trainjob")],
     name: Annotated[str, typer.Argument(help="The TrainJob's name.")],
     wait: Annotated[bool, typer.Option("--wait", help="Return only once it is gone.")] = False,
-    ignore_not_found: Annotated[bool, typer.Option("--ignore-not-found", help="Exit 0 when it does not exist.")] = False,
+    ignore_not_found: Annotated[bool, typer.Option("--ignore-not-found",
+                                                   help="Exit 0 when it does not exist.")] = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,

@@ -18,7 +18,8 @@ from mpijob.cli.session import ContextOpt, KubeconfigOpt, connect, handles_error
 @handles_errors
 def dashboard(
     ctx: typer.Context,
-    print_url: Annotated[bool, typer.Option("--print-url", help="Print the login link instead of opening a browser.")] = False,
+    print_url: Annotated[bool, typer.Option("--print-url",
+                                            help="Print the login link instead of opening a browser.")] = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:

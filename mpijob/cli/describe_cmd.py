@@ -3,7 +3,7 @@ the object). Which code describes a kind is one registry, `DESCRIBERS`."""
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from mpijob.client.connection import Connection
 
 DescribeOutputOpt = Annotated[
-    Optional[str], typer.Option("--output", "-o", help="json | yaml: print the object itself instead of the "
+    str | None, typer.Option("--output", "-o", help="json | yaml: print the object itself instead of the "
                                 "summary.", show_default=False)
 ]
 
@@ -59,10 +59,10 @@ def describe_trainjob(conn: "Connection", kind: str, name: str, fmt: str | None,
 Describer = Callable[["Connection", str, str, "str | None", bool], None]
 
 # Every word `describe` takes for a kind → the kind; the kind → the code that describes it.
-ALIASES = {**{word: "trainjobs" for word in TRAINJOB_NAMES}, **queue_cmd.ALIASES}
+ALIASES = {**dict.fromkeys(TRAINJOB_NAMES, "trainjobs"), **queue_cmd.ALIASES}
 DESCRIBERS: dict[str, Describer] = {
     "trainjobs": describe_trainjob,
-    **{kind: queue_cmd.describe_queue for kind in set(queue_cmd.ALIASES.values())},
+    **dict.fromkeys(set(queue_cmd.ALIASES.values()), queue_cmd.describe_queue),
 }
 
 

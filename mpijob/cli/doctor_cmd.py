@@ -8,7 +8,7 @@ code when it refuses the credentials.
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,10 +20,10 @@ from mpijob.cli.session import ContextOpt, KubeconfigOpt, NamespaceOpt, connect,
 if TYPE_CHECKING:
     from mpijob.client.doctor import Check
 
-JobFileOpt = Annotated[Optional[str], typer.Option(
+JobFileOpt = Annotated[str | None, typer.Option(
     "--filename", "-f", help="The TrainJob to check (YAML/JSON, `-` for stdin); default: a job on the bundled "
     "runtime mpi-distributed, without a queue label.", show_default=False)]
-DoctorOutputOpt = Annotated[Optional[str], typer.Option(
+DoctorOutputOpt = Annotated[str | None, typer.Option(
     "--output", "-o", help="json: {job, namespace, checks: [{name, status, finding, fix}], summary}.",
     show_default=False)]
 WIDTH = 16  # the check-name column

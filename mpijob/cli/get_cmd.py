@@ -3,7 +3,7 @@
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from mpijob.client.connection import Connection
 
 OutputOpt = Annotated[
-    Optional[str], typer.Option("--output", "-o", help="json | yaml | wide | name", show_default=False)
+    str | None, typer.Option("--output", "-o", help="json | yaml | wide | name", show_default=False)
 ]
 
 
@@ -153,8 +153,8 @@ ALIASES = {
 }
 # The kind → the code that gets and shows it.
 GETTERS: dict[str, Getter] = {
-    **{kind: get_builtin for kind in ("trainjobs", "pods", "runtimes", "clustertrainingruntimes", "trainingruntimes")},
-    **{kind: queue_cmd.get_queues for kind in set(queue_cmd.ALIASES.values())},
+    **dict.fromkeys(("trainjobs", "pods", "runtimes", "clustertrainingruntimes", "trainingruntimes"), get_builtin),
+    **dict.fromkeys(set(queue_cmd.ALIASES.values()), queue_cmd.get_queues),
 }
 
 
@@ -170,11 +170,11 @@ def get(
     ctx: typer.Context,
     resource: Annotated[str, typer.Argument(help="trainjobs | pods | runtimes (clustertrainingruntimes, "
                                             "trainingruntimes) | queues (clusterqueues, localqueues)")],
-    name: Annotated[Optional[str], typer.Argument(help="Show only this object.", show_default=False)] = None,
+    name: Annotated[str | None, typer.Argument(help="Show only this object.", show_default=False)] = None,
     output_format: OutputOpt = None,
-    selector: Annotated[Optional[str], typer.Option("--selector", "-l", help="Label selector.",
+    selector: Annotated[str | None, typer.Option("--selector", "-l", help="Label selector.",
                                                     show_default=False)] = None,
-    job: Annotated[Optional[str], typer.Option("--job", help="Pods: only this TrainJob's.",
+    job: Annotated[str | None, typer.Option("--job", help="Pods: only this TrainJob's.",
                                                show_default=False)] = None,
     all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A", help="List across namespaces.")] = False,
     kubeconfig: KubeconfigOpt = None,

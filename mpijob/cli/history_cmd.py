@@ -6,8 +6,8 @@ namespaces they may look at, every namespace only for who may list across them. 
 the history; another cluster has no such API, and the command says so.
 """
 
-from datetime import datetime, timedelta, timezone
-from typing import Annotated, Optional
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
 
 import typer
 
@@ -63,13 +63,13 @@ def row(record: Obj, wide: bool, all_namespaces: bool, now: datetime | None = No
 def history(
     ctx: typer.Context,
     all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A", help="Every namespace's jobs.")] = False,
-    user: Annotated[Optional[str], typer.Option("--user", help="Only the jobs this user created.",
+    user: Annotated[str | None, typer.Option("--user", help="Only the jobs this user created.",
                                                 show_default=False)] = None,
-    since: Annotated[Optional[str], typer.Option(
+    since: Annotated[str | None, typer.Option(
         "--since", help="Only jobs running, waiting or finished in this time (30m, 12h, 7d).",
         show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", help="The newest N jobs (0: all).")] = DEFAULT_LIMIT,
-    output_format: Annotated[Optional[str], typer.Option(
+    output_format: Annotated[str | None, typer.Option(
         "--output", "-o", help="json | yaml | wide", show_default=False)] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -89,7 +89,7 @@ def history(
     output.check_format(output_format, ("json", "yaml", "wide"), "history")
     start = None
     if since is not None:
-        start = datetime.now(timezone.utc) - timedelta(seconds=parse_duration(since, "--since"))
+        start = datetime.now(UTC) - timedelta(seconds=parse_duration(since, "--since"))
     with connect(ctx, kubeconfig, context, namespace) as conn:
         where = None if all_namespaces else conn.namespace
         try:

@@ -9,7 +9,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -101,18 +101,19 @@ def logs(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The TrainJob's name.")],
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Stream until the job ends.")] = False,
-    pod: Annotated[Optional[str], typer.Option("--pod", help="Only this pod of the job (default: every pod).",
+    pod: Annotated[str | None, typer.Option("--pod", help="Only this pod of the job (default: every pod).",
                                                show_default=False)] = None,
-    rank: Annotated[Optional[int], typer.Option("--rank", help="Only the lines MPI rank N wrote (Open MPI's "
+    rank: Annotated[int | None, typer.Option("--rank", help="Only the lines MPI rank N wrote (Open MPI's "
                                                 "output tagging).", show_default=False)] = None,
-    grep: Annotated[Optional[str], typer.Option("--grep", help="Only lines matching this regular expression.",
+    grep: Annotated[str | None, typer.Option("--grep", help="Only lines matching this regular expression.",
                                                 show_default=False)] = None,
-    since: Annotated[Optional[str], typer.Option("--since", help="Only lines newer than this (30s, 5m, 1h).",
+    since: Annotated[str | None, typer.Option("--since", help="Only lines newer than this (30s, 5m, 1h).",
                                                  show_default=False)] = None,
-    tail: Annotated[Optional[int], typer.Option("--tail", help="Only the last N lines (of each pod with --follow).", show_default=False)] = None,
+    tail: Annotated[int | None, typer.Option("--tail", help="Only the last N lines (of each pod with --follow).",
+                                             show_default=False)] = None,
     timestamps: Annotated[bool, typer.Option("--timestamps", help="Show each line's time.")] = False,
     prefix: Annotated[bool, typer.Option("--prefix/--no-prefix", help="Tag each line with its pod (and rank).")] = True,
-    output_format: Annotated[Optional[str], typer.Option(
+    output_format: Annotated[str | None, typer.Option(
         "--output", "-o", help='json: one object per line, {"time", "pod", "rank", "text"} (JSON Lines).',
         show_default=False)] = None,
     kubeconfig: KubeconfigOpt = None,

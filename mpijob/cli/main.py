@@ -61,13 +61,11 @@ class Commands(TyperGroup):
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             module, attr = COMMANDS[cmd_name]
             obj = getattr(importlib.import_module(module), attr)
-            if isinstance(obj, typer.Typer):
-                command = typer.main.get_group_from_info(
-                    TyperInfo(obj, name=cmd_name), pretty_exceptions_short=True, suggest_commands=True,
-                    rich_markup_mode=None)
-            else:
-                command = typer.main.get_command_from_info(
-                    CommandInfo(name=cmd_name, callback=obj), pretty_exceptions_short=True, rich_markup_mode=None)
+            command = typer.main.get_group_from_info(
+                TyperInfo(obj, name=cmd_name), pretty_exceptions_short=True, suggest_commands=True,
+                rich_markup_mode=None,
+            ) if isinstance(obj, typer.Typer) else typer.main.get_command_from_info(
+                CommandInfo(name=cmd_name, callback=obj), pretty_exceptions_short=True, rich_markup_mode=None)
             self.commands[cmd_name] = command
         return self.commands.get(cmd_name)
 

@@ -6,7 +6,7 @@ Offline: it talks to no cluster. It prints one multi-document YAML (`| kubectl a
 """
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -23,14 +23,14 @@ def _many(flag: str, text: str, metavar: str) -> object:
 @platform_app.command("render")
 @handles_errors
 def render(
-    team: Annotated[Optional[list[str]], _many(
+    team: Annotated[list[str] | None, _many(
         "--team", "A team: its ClusterQueue, groups and namespace (default: team-a)", "NAME[:NAMESPACE]")] = None,
-    quota: Annotated[Optional[list[str]], _many(
+    quota: Annotated[list[str] | None, _many(
         "--quota", "A team's nominal quota per resource, e.g. team-a=cpu:64,memory:256Gi,nvidia.com/gpu:8 (the GPU "
                    "quota is per GPU type)", "TEAM=RES:QTY,...")] = None,
-    weight: Annotated[Optional[list[str]], _many(
+    weight: Annotated[list[str] | None, _many(
         "--weight", "A team's fair-sharing weight (default 1)", "TEAM=WEIGHT")] = None,
-    gpu_type: Annotated[Optional[list[str]], _many(
+    gpu_type: Annotated[list[str] | None, _many(
         "--gpu-type", "A GPU type: one ResourceFlavor on the nodes of that GPU product, e.g. a100", "TYPE")] = None,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs a GPU runtime's node asks for "
                                                "(its processes per node).")] = 1,
@@ -40,10 +40,10 @@ def render(
     net_bind_service: Annotated[bool, typer.Option("--net-bind-service", help="Let the SCC allow NET_BIND_SERVICE "
                                                    "(an sshd on a port below 1024).")] = False,
     ssh_port: Annotated[int, typer.Option("--ssh-port", help="The port sshd listens on in node pods.")] = 2222,
-    run_as_user: Annotated[Optional[int], typer.Option("--run-as-user", help="A fixed UID for the runtimes' pods "
+    run_as_user: Annotated[int | None, typer.Option("--run-as-user", help="A fixed UID for the runtimes' pods "
                                                        "(clusters without OpenShift; default: none, the "
                                                        "namespace's range).", show_default=False)] = None,
-    image: Annotated[Optional[list[str]], _many(
+    image: Annotated[list[str] | None, _many(
         "--image", "The image of an MPI's runtimes: OpenMPI, OpenMPI5, MPICH, Intel, or gpu (Open MPI's GPU, RDMA and "
                    "NCCL-safe runtimes)", "IMPL=IMAGE")] = None,
     rdma_network: Annotated[str, typer.Option("--rdma-network", help="The Multus network (NetworkAttachmentDefinition) "
@@ -56,7 +56,7 @@ def render(
         "mpi-platform-admins"),
     auditor_group: Annotated[str, typer.Option("--auditor-group", help="The auditors' group (read-only, "
                                                "cluster-wide).")] = "mpi-auditors",
-    output_dir: Annotated[Optional[str], typer.Option("--output-dir", "-o", help="Write one file per group of "
+    output_dir: Annotated[str | None, typer.Option("--output-dir", "-o", help="Write one file per group of "
                                                       "objects into this directory instead of printing.",
                                                       show_default=False)] = None,
 ) -> None:

@@ -4,7 +4,7 @@ stream the launcher, exit with its fate."""
 import sys
 import threading
 from contextlib import AbstractContextManager, nullcontext
-from typing import IO, TYPE_CHECKING, Annotated, Any, Optional
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -145,11 +145,11 @@ def run(
     priority: PriorityOpt = None,
     runtime: RuntimeOpt = DEFAULT_RUNTIME,
     image: ImageOpt = None,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Give up after this many seconds "
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Give up after this many seconds "
                                                      "(exit 7; the job keeps running).", show_default=False)] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Delete an existing TrainJob of the same name "
                                           "first.")] = False,
-    output_format: Annotated[Optional[str], typer.Option(
+    output_format: Annotated[str | None, typer.Option(
         "--output", "-o", help="json | yaml: only {name, namespace, status, message} on stdout, at the end "
         "(the launcher's log goes to stderr).", show_default=False)] = None,
     kubeconfig: KubeconfigOpt = None,

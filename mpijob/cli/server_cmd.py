@@ -13,7 +13,8 @@ from mpijob.store.home import Home
 if TYPE_CHECKING:
     from mpijob.store import supervisor
 
-server_app = typer.Typer(help="Run the local cluster (state in $MPIJOB_HOME).", no_args_is_help=True, rich_markup_mode=None)
+server_app = typer.Typer(help="Run the local cluster (state in $MPIJOB_HOME).", no_args_is_help=True,
+                         rich_markup_mode=None)
 
 
 LABELS = {"auditLog": "audit log"}  # a JSON key of `status -o json` that is not snake_case → its words
@@ -123,8 +124,8 @@ def _drain(home: Home, running: list[str], timeout: float) -> list[str]:
     deadline, shown = time.monotonic() + timeout, None
     while running and time.monotonic() < deadline:
         if running != shown:
-            output.info(f"waiting for {len(running)} running job(s) to end (up to {deadline - time.monotonic():.0f} s): "
-                        + ", ".join(running))
+            output.info(f"waiting for {len(running)} running job(s) to end "
+                        f"(up to {deadline - time.monotonic():.0f} s): " + ", ".join(running))
             shown = running
         time.sleep(1)
         running = _running_jobs(home)

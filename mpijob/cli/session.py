@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Optional, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
 
@@ -24,13 +24,13 @@ if TYPE_CHECKING:
     from mpijob.client.connection import Connection
 
 KubeconfigOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--kubeconfig", help="Kubeconfig file (default: $KUBECONFIG, else the local cluster).",
                  show_default=False),
 ]
-ContextOpt = Annotated[Optional[str], typer.Option("--context", help="Kubeconfig context to use.", show_default=False)]
+ContextOpt = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.", show_default=False)]
 NamespaceOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--namespace", "-n", help="Namespace (default: the context's, else `default`).", show_default=False),
 ]
 

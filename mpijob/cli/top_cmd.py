@@ -6,7 +6,7 @@ metrics-server; the GPUs come from the local cluster's NVML readings (docs/metri
 from __future__ import annotations
 
 import math
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -43,7 +43,8 @@ def rows(metrics: list[Obj], with_job: bool) -> list[list[str]]:
     out = []
     for m in sorted(metrics, key=lambda m: m["metadata"]["name"]):
         labels = m["metadata"].get("labels") or {}
-        usage = next(iter(m.get("containers") or []), {}).get("usage") or {}
+        container: Obj = next(iter(m.get("containers") or []), {})
+        usage = container.get("usage") or {}
         job = [labels.get(names.LABEL_JOBSET_NAME, "")] if with_job else []
         out.append([*job, m["metadata"]["name"], labels.get(names.LABEL_RJOB_NAME, ""), cpu_cell(usage),
                     memory_cell(usage), *gpu_cells(gpus_of(m))])
@@ -53,7 +54,7 @@ def rows(metrics: list[Obj], with_job: bool) -> list[list[str]]:
 @handles_errors
 def top(
     ctx: typer.Context,
-    job: Annotated[Optional[str], typer.Argument(help="The TrainJob; default: every TrainJob's pods in the namespace.",
+    job: Annotated[str | None, typer.Argument(help="The TrainJob; default: every TrainJob's pods in the namespace.",
                                                  show_default=False)] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,

@@ -6,7 +6,7 @@ the user may do is RBAC's: bind a role to them (`kubectl create rolebinding ... 
 """
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -16,7 +16,7 @@ from mpijob.cli.session import ContextOpt, KubeconfigOpt, connect, handles_error
 user_app = typer.Typer(help="Manage the cluster's users and their tokens (admin only).", no_args_is_help=True,
                        rich_markup_mode=None)
 
-GroupOpt = Annotated[Optional[list[str]], typer.Option("--group", "-g", help="A group of the user (repeatable).",
+GroupOpt = Annotated[list[str] | None, typer.Option("--group", "-g", help="A group of the user (repeatable).",
                                                        show_default=False)]
 
 
@@ -34,9 +34,9 @@ def add(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The user's name (lower-case letters, digits, '-', '.').")],
     group: GroupOpt = None,
-    output_path: Annotated[Optional[str], typer.Option("--output", "-o", help="Where to write the user's "
+    output_path: Annotated[str | None, typer.Option("--output", "-o", help="Where to write the user's "
                                                        "kubeconfig.", show_default=False)] = None,
-    namespace: Annotated[Optional[str], typer.Option("--namespace", "-n", help="The namespace of the user's "
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="The namespace of the user's "
                                                      "context (default: default).", show_default=False)] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -60,7 +60,7 @@ def add(
 @handles_errors
 def list_(
     ctx: typer.Context,
-    out: Annotated[Optional[str], typer.Option("--output", "-o", help="json or yaml.", show_default=False)] = None,
+    out: Annotated[str | None, typer.Option("--output", "-o", help="json or yaml.", show_default=False)] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from mpijob.api import Obj, names
@@ -57,7 +57,7 @@ def progress_cells(progress: Progress | None, phase: str, now: datetime | None =
     if progress is None:
         return "-", "-"
     pct = "-" if progress.percentage is None else f"{progress.percentage}%"
-    left = progress.remaining_at(now or datetime.now(timezone.utc))
+    left = progress.remaining_at(now or datetime.now(UTC))
     return pct, "-" if left is None or phase in ("Succeeded", "Failed") else human_duration(left)
 
 
@@ -152,7 +152,7 @@ def describe_trainjob(
          for j in status.get("jobsStatus") or []],
     )
     out.append("Pods:")
-    out += indented_table(POD_COLUMNS + ["ROLE"], [pod_row(p, True, now)[:-1] for p in pods])
+    out += indented_table([*POD_COLUMNS, "ROLE"], [pod_row(p, True, now)[:-1] for p in pods])
     out.append("Events:")
     out += indented_table(
         ["LAST SEEN", "TYPE", "REASON", "FROM", "MESSAGE"],

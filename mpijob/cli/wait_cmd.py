@@ -6,7 +6,7 @@ code); people on a terminal also get a live line with the phase, queue position 
 
 import sys
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -30,7 +30,7 @@ class LiveLine:
         if not (sys.stdout.isatty() and sys.stderr.isatty()):
             return nullcontext()
         self._status = output.stderr().status(f"trainjob {self.name}: waiting")
-        return self._status  # type: ignore[no-any-return]
+        return self._status
 
     @property
     def active(self) -> bool:
@@ -50,7 +50,7 @@ def wait(
     for_: Annotated[str, typer.Option(
         "--for", help="Complete | Failed | Running (the launcher runs) | Finished (Complete or Failed).",
     )] = "Complete",
-    timeout: Annotated[Optional[str], typer.Option(
+    timeout: Annotated[str | None, typer.Option(
         "--timeout", help="Give up after this long (30s, 10m, 1h); default: wait forever.", show_default=False,
     )] = None,
     kubeconfig: KubeconfigOpt = None,

@@ -84,7 +84,7 @@ def _transport_error(exc: httpx.TransportError, url: str) -> Exception:
         return TimeoutError(f"no answer from the API server at {url} within {REQUEST_TIMEOUT:g}s ({exc})")
     inner: BaseException = exc
     while inner.__cause__ is not None or inner.__context__ is not None:
-        inner = inner.__cause__ or inner.__context__  # type: ignore[assignment]
+        inner = inner.__cause__ or inner.__context__  # type: ignore[assignment]  # the loop's test: one is set
     text = str(inner) or str(exc) or type(exc).__name__
     if "Connection refused" in text or isinstance(inner, ConnectionRefusedError):
         return Unreachable(url, "connection refused (is the server running? `mpijob server status`)")
@@ -111,7 +111,7 @@ class _Base:
                 "mounts": LOOPBACK}
 
     def _request(self, http: httpx.Client | httpx.AsyncClient, call: Call, timeout: Any = None) -> httpx.Request:
-        return http.build_request(call.method, call.path, params=call.params(), content=call.content(),
+        return http.build_request(call.method, call.path, params=tuple(call.params()), content=call.content(),
                                   headers=call.header_map(), extensions=dict(self._extensions),
                                   timeout=timeout if timeout is not None else REQUEST_TIMEOUT)
 
@@ -151,7 +151,7 @@ class Connection(_Base):
             try:
                 step = gen.throw(error) if error is not None else gen.send(value)
             except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                return stop.value
             value, error = None, None
             if isinstance(step, Sleep):
                 time.sleep(step.seconds)
@@ -251,7 +251,7 @@ class AsyncConnection(_Base):
             try:
                 step = gen.throw(error) if error is not None else gen.send(value)
             except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                return stop.value
             value, error = None, None
             if isinstance(step, Sleep):
                 import asyncio  # here: asyncio costs the sync CLI ~10 ms to import
@@ -264,7 +264,8 @@ class AsyncConnection(_Base):
                 error = exc
 
     @asynccontextmanager
-    async def stream(self, call: Call, follow: bool = False) -> AsyncIterator[tuple[AsyncIterator[bytes], httpx.Headers]]:
+    async def stream(self, call: Call,
+                     follow: bool = False) -> AsyncIterator[tuple[AsyncIterator[bytes], httpx.Headers]]:
         """`Connection.stream` on the event loop."""
         timeout = httpx.Timeout(REQUEST_TIMEOUT, read=None) if follow else None
         try:

@@ -173,7 +173,8 @@ def list_cluster_runtimes() -> Op[list[Obj]]:
 def list_runtimes(namespace: str, all_namespaces: bool = False) -> Op[list[Obj]]:
     """Namespaced TrainingRuntimes (a cluster without the CRD answers 404: treated as none)."""
     try:
-        return items((yield from Call("GET", collection_path(TRAINING_RUNTIMES, None if all_namespaces else namespace))))
+        return items((yield from Call("GET", collection_path(TRAINING_RUNTIMES,
+                                                             None if all_namespaces else namespace))))
     except ApiError as exc:
         if exc.code == 404:
             return []
@@ -189,7 +190,7 @@ def runtime_for(trainjob: Obj, namespace: str) -> Op[Obj | None]:
     else:
         path = object_path(CLUSTER_TRAINING_RUNTIMES, ref.get("name", ""))
     try:
-        return (yield from Call("GET", path))  # type: ignore[no-any-return]
+        return (yield from Call("GET", path))
     except ApiError as exc:
         if exc.code == 404:
             return None

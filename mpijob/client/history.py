@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from mpijob.api import Obj, names
 from mpijob.client.core import Call, Op
@@ -17,5 +17,5 @@ def list_records(namespace: str | None, user: str | None = None, since: datetime
     unfinished or finished since `since`, the newest `limit` (0: all), oldest first."""
     where = f"namespaces/{namespace}/" if namespace is not None else ""
     query = {"user": user, "limit": limit,
-             "since": since.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if since else None}
-    return (yield Call("GET", f"{BASE}/{where}{names.JOB_RECORDS}", query=query))  # type: ignore[no-any-return]
+             "since": since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if since else None}
+    return (yield Call("GET", f"{BASE}/{where}{names.JOB_RECORDS}", query=query))

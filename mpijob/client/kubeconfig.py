@@ -27,7 +27,7 @@ import ssl
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -169,7 +169,7 @@ def _parse(path: str, text: str) -> Obj:
         import yaml
 
         try:
-            doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+            doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # noqa: S506 — a SafeLoader
         except yaml.YAMLError as exc:
             raise InvalidArgument("kubeconfig", path, f"is not valid YAML ({exc})", "fix or replace the file") from None
     if not isinstance(doc, dict):
@@ -296,7 +296,7 @@ class ExecPlugin:
 
     def credential(self, refresh: bool = False) -> ExecResult:
         with self._lock:
-            now = datetime.now(timezone.utc)
+            now = datetime.now(UTC)
             c = self._cached
             if refresh or c is None or (c.expires is not None and c.expires <= now):
                 self._cached = c = self._run()
@@ -337,8 +337,8 @@ class ExecPlugin:
         env["KUBERNETES_EXEC_INFO"] = json.dumps(self._request(api_version))
         argv = [str(self.spec.get("command") or ""), *map(str, self.spec.get("args") or [])]
         try:
-            done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, timeout=EXEC_TIMEOUT, check=False)
+            done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=EXEC_TIMEOUT, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             hint = f" ({self.spec['installHint']})" if self.spec.get("installHint") else ""
             raise self._bad(f"could not be run: {exc}{hint}") from None

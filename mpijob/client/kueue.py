@@ -7,6 +7,8 @@ with Kueue — and a cluster without Kueue simply has no queues and no waiting m
 
 from __future__ import annotations
 
+import builtins
+
 from mpijob.api import Obj, names
 from mpijob.api.errors import ApiError
 from mpijob.api.waiting import Waiting
@@ -50,7 +52,7 @@ class Kueue:
         found = items((yield from Call("GET", (yield from self.path(plural, namespace)))))
         return sorted(found, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
 
-    def list_visible(self, plural: str, fallback_namespace: str) -> Op[list[Obj]]:
+    def list_visible(self, plural: str, fallback_namespace: str) -> Op[builtins.list[Obj]]:
         """All namespaces' objects, or only `fallback_namespace`'s when listing across is forbidden."""
         try:
             return (yield from self.list(plural))

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mpijob.api import mpi_output, names
@@ -65,7 +65,7 @@ def _utc_seconds(whole: str) -> int | None:
 @functools.lru_cache(maxsize=1024)
 def _seconds(whole: str, zone: str) -> int:
     """Epoch seconds of a stamp's whole-second part; cached, as a busy log repeats it line after line."""
-    tz = timezone.utc if zone == "Z" else datetime.strptime(zone.replace(":", ""), "%z").tzinfo
+    tz = UTC if zone == "Z" else datetime.strptime(zone.replace(":", ""), "%z").tzinfo
     return int(datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=tz).timestamp())
 
 

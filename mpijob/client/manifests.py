@@ -40,9 +40,10 @@ def parse(text: str, source: str = "<input>") -> list[Obj]:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise _bad(source, f"cannot parse YAML{where}: {problem}; fix the syntax (indentation, quoting, colons)") from None
+        raise _bad(source,
+                   f"cannot parse YAML{where}: {problem}; fix the syntax (indentation, quoting, colons)") from None
     objects: list[Obj] = []
-    for i, doc in enumerate(docs, 1):
+    for doc in docs:
         if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
             objects.extend(doc["items"])
         else:
@@ -65,7 +66,8 @@ def check(obj: Any, where: str) -> None:
     for key, example in (("apiVersion", names.TRAINER_API_VERSION), ("kind", "TrainJob")):
         value = obj.get(key)
         if not isinstance(value, str) or not value:
-            causes.append(Cause(key, f"Required value: got {value!r}; set it, e.g. {key}: {example}", "FieldValueRequired"))
+            causes.append(Cause(key, f"Required value: got {value!r}; set it, e.g. {key}: {example}",
+                                "FieldValueRequired"))
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         causes.append(Cause("metadata", f"Required value: got {meta!r}; set metadata.name", "FieldValueRequired"))

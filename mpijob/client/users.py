@@ -24,7 +24,7 @@ API_VERSION = f"{names.MPIJOB_GROUP}/{names.MPIJOB_VERSION}"
 def add_user(name: str, groups: list[str]) -> Op[Obj]:
     """Create a user; the answer's `status.token` is its bearer token (shown this once)."""
     body = {"apiVersion": API_VERSION, "kind": "User", "metadata": {"name": name}, "spec": {"groups": groups}}
-    return (yield Call("POST", USERS_PATH, body=body))  # type: ignore[no-any-return]
+    return (yield Call("POST", USERS_PATH, body=body))
 
 
 def list_users() -> Op[list[Obj]]:
@@ -33,7 +33,7 @@ def list_users() -> Op[list[Obj]]:
 
 
 def remove_user(name: str) -> Op[Obj]:
-    return (yield Call("DELETE", f"{USERS_PATH}/{name}"))  # type: ignore[no-any-return]
+    return (yield Call("DELETE", f"{USERS_PATH}/{name}"))
 
 
 def user_kubeconfig(creds: Credentials, cluster_name: str, user: str, token: str, namespace: str = "default") -> str:

@@ -42,8 +42,9 @@ def check_timeout(timeout: float | None, param: str = "timeout") -> float | None
     """`timeout` itself (seconds, None for no limit), or `InvalidArgument` when it is not a number ≥ 0."""
     if timeout is None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout != timeout:
-        raise InvalidArgument(param, timeout, "is not a number of seconds", "pass e.g. 600, or None to wait without a limit")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout != timeout:  # noqa: PLR0124 — NaN; math.isnan overflows on huge ints
+        raise InvalidArgument(param, timeout, "is not a number of seconds",
+                              "pass e.g. 600, or None to wait without a limit")
     if timeout < 0:
         raise InvalidArgument(param, timeout, "is negative", "pass a number of seconds ≥ 0, or None")
     return float(timeout)

@@ -41,7 +41,8 @@ class Claims:
     def reconcile(self, claim: Obj) -> None:
         """Bind an unbound claim to a new directory; keep its status in step with its spec; let a deleted
         one go once no unfinished pod mounts it."""
-        current = self.store.try_get(PERSISTENT_VOLUME_CLAIMS, claim["metadata"]["namespace"], claim["metadata"]["name"])
+        current = self.store.try_get(PERSISTENT_VOLUME_CLAIMS, claim["metadata"]["namespace"],
+                                     claim["metadata"]["name"])
         if current is None or current["metadata"]["uid"] != claim["metadata"]["uid"]:
             return  # a late event of a claim deleted since
         claim = current
@@ -50,7 +51,8 @@ class Claims:
             self._release(claim)
             return
         volume = names.volume_name(meta["uid"])
-        if claim["spec"].get("volumeName") != volume or names.PVC_PROTECTION_FINALIZER not in meta.get("finalizers", []):
+        if (claim["spec"].get("volumeName") != volume
+                or names.PVC_PROTECTION_FINALIZER not in meta.get("finalizers", [])):
             self._make(claim)
             meta["finalizers"] = [*[f for f in meta.get("finalizers") or [] if f != names.PVC_PROTECTION_FINALIZER],
                                   names.PVC_PROTECTION_FINALIZER]

@@ -49,7 +49,8 @@ def jobs_status(pods: list[Obj], rjobs: list[str], expected: dict[str, int]) -> 
         phases = [p.get("status", {}).get("phase", "Pending") for p in mine]
         ready = sum(
             1 for p in mine
-            if any(c.get("type") == "Ready" and c.get("status") == "True" for c in p.get("status", {}).get("conditions") or [])
+            if any(c.get("type") == "Ready" and c.get("status") == "True"
+                   for c in p.get("status", {}).get("conditions") or [])
         )
         want = expected.get(rjob, len(mine))
         failed = int("Failed" in phases)

@@ -37,7 +37,8 @@ from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
 # Changes to these can change what the scheduler admits.
-QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort", "Namespace"})
+QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort",
+                         "Namespace"})
 
 
 class Manager:
@@ -50,7 +51,7 @@ class Manager:
         self.capacity = capacity.detect()
         self.trainjobs = TrainJobController(
             store, logs, home, self.sandbox_mode, self.cluster_id,
-            gpus=int(parse_quantity(self.capacity.get(capacity.GPU, "0"))), kick=lambda: self.queueing.kick(),
+            gpus=int(parse_quantity(self.capacity.get(capacity.GPU, "0"))), kick=lambda: self.queueing.kick(),  # noqa: PLW0108 — self.queueing comes later
             on_finish=self.metrics.jobs.finished,
         )
         self.mpijobs = MPIJobController(self.trainjobs)  # MPI Operator's MPIJobs, run as they are

@@ -115,6 +115,6 @@ class AsyncClient:
         should start (`.estimated_start`, None without a basis); None once it is admitted."""
         return await self._run(_core.waiting(self.namespace, name))
 
-    async def events(self, name: str) -> list[Obj]:
+    async def events(self, name: str) -> list[Obj]:  # type: ignore[valid-type]  # the `list` method shadows the builtin; docs/sdk.md shows this spelling
         """Events about the TrainJob, its pods and its Workload, oldest first."""
         return await self._run(core.job_events(self.namespace, name))

@@ -111,6 +111,6 @@ class Client:
         should start (`.estimated_start`, None without a basis); None once it is admitted."""
         return self._run(_core.waiting(self.namespace, name))
 
-    def events(self, name: str) -> list[Obj]:
+    def events(self, name: str) -> list[Obj]:  # type: ignore[valid-type]  # the `list` method shadows the builtin; docs/sdk.md shows this spelling
         """Events about the TrainJob, its pods and its Workload, oldest first."""
         return self._run(core.job_events(self.namespace, name))

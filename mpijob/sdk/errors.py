@@ -82,7 +82,8 @@ class ServerUnavailable(MpijobError, ConnectionError):
 
 
 BY_CATEGORY: dict[int, type[MpijobError]] = {
-    cls.exit_code: cls for cls in (JobFailed, InvalidInput, NotFound, Forbidden, QuotaExceeded, Timeout, ServerUnavailable)
+    cls.exit_code: cls
+    for cls in (JobFailed, InvalidInput, NotFound, Forbidden, QuotaExceeded, Timeout, ServerUnavailable)
 }
 # The Status reason an SDK error carries when no server answered (the failure was the client's own).
 LOCAL_REASONS = {Category.INVALID: "BadRequest", Category.NOT_FOUND: "NotFound", Category.TIMEOUT: "Timeout",

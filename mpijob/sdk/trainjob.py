@@ -40,12 +40,14 @@ class TrainJob(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
 
     name: str = Field(description="RFC 1035 label, at most 63 characters (e.g. 'pi-2').")
-    num_nodes: int | None = Field(None, description="Nodes (at least 1; the local cluster runs up to 64); default: the runtime's.")
+    num_nodes: int | None = Field(
+        None, description="Nodes (at least 1; the local cluster runs up to 64); default: the runtime's.")
     num_proc_per_node: int | None = Field(None, description="MPI slots (ranks) per node; default: the runtime's.")
     command: list[str] | None = Field(None, description="The launcher's command, e.g. ['mpirun', 'python', 'x.py'].")
     args: list[str] | None = Field(None, description="Arguments appended to the command.")
     env: dict[str, str] = Field(default_factory=dict, description="Environment of the launcher (and every rank).")
-    image: str | None = Field(None, description="Container image (recorded on the local cluster, pulled on Kubernetes).")
+    image: str | None = Field(
+        None, description="Container image (recorded on the local cluster, pulled on Kubernetes).")
     resources_per_node: dict[str, str | int] = Field(
         default_factory=dict, description="Per-node resources, e.g. {'cpu': 2, 'memory': '4Gi', 'nvidia.com/gpu': 1}.")
     runtime: str = Field(DEFAULT_RUNTIME, description="The ClusterTrainingRuntime to run on.")

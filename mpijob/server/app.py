@@ -86,7 +86,7 @@ def create_app(home: Home) -> FastAPI:
 
 
 def _cluster(request: Request) -> Cluster:
-    return request.app.state.cluster  # type: ignore[no-any-return]
+    return request.app.state.cluster
 
 
 def _routes(app: FastAPI) -> None:

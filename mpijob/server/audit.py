@@ -19,6 +19,7 @@ import json
 import logging
 import re
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def annotate(scope: dict[str, Any], key: str, value: str) -> None:
     scope.setdefault(ANNOTATIONS_KEY, {})[key] = value
 
 
-def current_user(scope: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
+def current_user(scope: Mapping[str, Any]) -> tuple[str, str, tuple[str, ...]]:
     """(name, uid, groups) of the user authentication put in `scope["user"]`; ("", "", ()) if none."""
     user = scope.get("user")
     if user is None:

@@ -46,7 +46,7 @@ ADMIN_GROUPS = (names.SYSTEM_MASTERS, names.SYSTEM_AUTHENTICATED)
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/livez"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
-__all__ = ["User", "TokenFile", "token_file", "ensure_admin_token", "BearerAuth", "ADMIN_USER"]
+__all__ = ["ADMIN_USER", "BearerAuth", "TokenFile", "User", "ensure_admin_token", "token_file"]
 
 
 def _kubeconfig_token(path: Path) -> str:
@@ -159,7 +159,8 @@ class BearerAuth:
         return authenticated(user)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or dashboard.is_public(scope["method"], scope["path"]):
+        if (scope["type"] != "http" or scope["path"] in OPEN_PATHS
+                or dashboard.is_public(scope["method"], scope["path"])):
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])

@@ -63,8 +63,8 @@ def run(store: Store, ca_pem: str = "") -> None:
     rbac_policy_objects(store)
     uid_ranges(store)
     namespace_name_labels(store)
-    for ns in store.list(NAMESPACES, None)[0]:
-        namespace_defaults(store, ns["metadata"]["name"], ca_pem)
+    for namespace in store.list(NAMESPACES, None)[0]:
+        namespace_defaults(store, namespace["metadata"]["name"], ca_pem)
 
 
 def rbac_policy_objects(store: Store) -> None:

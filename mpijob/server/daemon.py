@@ -56,9 +56,9 @@ def _server_class() -> Any:
     idle during shutdown (a finished watch leaves a keep-alive connection the stock server waits on)."""
     import uvicorn
 
-    class Server(uvicorn.Server):  # type: ignore[misc]
+    class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:
-            cluster = getattr(self.config.app.state, "cluster", None)
+            cluster = getattr(self.config.app.state, "cluster", None)  # type: ignore[union-attr]  # app: our FastAPI app
             if cluster is not None:
                 cluster.stopping.set()
             super().handle_exit(sig, frame)

@@ -1,7 +1,7 @@
 """Decode the Kubernetes protobuf bodies kubectl's typed clients send for a few built-in kinds.
 
-`kubectl create namespace|configmap|secret|serviceaccount|quota` POSTs `application/vnd.kubernetes.protobuf` and does not
-fall back to JSON, so the server reads those kinds' wire format (the `k8s\\0` envelope around a
+`kubectl create namespace|configmap|secret|serviceaccount|quota` POSTs `application/vnd.kubernetes.protobuf` and
+does not fall back to JSON, so the server reads those kinds' wire format (the `k8s\\0` envelope around a
 `runtime.Unknown`) into the same dicts JSON gives. Other kinds answer 415.
 """
 
@@ -66,6 +66,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 def _fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
     pos = 0
+    value: int | bytes
     while pos < len(buf):
         key, pos = _varint(buf, pos)
         number, wire = key >> 3, key & 7

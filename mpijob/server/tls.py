@@ -12,6 +12,7 @@ import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -53,10 +54,11 @@ def ensure(home: Home) -> TlsFiles:
         files.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
         files.cert.unlink(missing_ok=True)
     if _needs_serving_cert(files):
-        ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
+        ca_key = cast(ec.EllipticCurvePrivateKey,  # the EC key _write_key stored
+                      serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None))
         ca_cert = x509.load_pem_x509_certificate(files.ca_cert.read_bytes())
         key = ec.generate_private_key(ec.SECP256R1())
-        cert = _serving_cert(key, ca_key, ca_cert)  # type: ignore[arg-type]
+        cert = _serving_cert(key, ca_key, ca_cert)
         _write_key(files.key, key)
         files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return files
@@ -83,7 +85,7 @@ def _sans(cert: x509.Certificate) -> list[x509.GeneralName]:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:

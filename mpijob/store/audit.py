@@ -23,7 +23,7 @@ import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ MUTATING_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollec
 
 def timestamp(t: datetime | None = None) -> str:
     """RFC 3339 with microseconds, as kube-apiserver writes an audit Event's `MicroTime`s."""
-    return (t or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return (t or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,8 @@ class History:
 
     def query(self, q: Query) -> tuple[list[JobRecord], int]:
         """The records `q` asks for, oldest submission first, and how many match in all."""
-        where, args = ["1"], []
+        where: list[str] = ["1"]
+        args: list[object] = []
         if q.namespaces is not None:
             where.append(f"namespace IN ({', '.join('?' * len(q.namespaces))})")
             args += q.namespaces

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from mpijob.api.mpi_output import LauncherOutput
@@ -24,7 +24,7 @@ def _parse_stamp(line: bytes) -> float:
     head = line.split(b" ", 1)[0].decode(errors="replace")
     try:
         whole, frac = head.rstrip("Z").split(".")
-        base = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+        base = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
         return base + int(frac) / 1e9
     except ValueError:
         return 0.0

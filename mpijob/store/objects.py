@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import builtins
 import copy
 import json
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
 
@@ -54,7 +55,7 @@ class Page:
 
 def now() -> str:
     """RFC 3339 with second precision and `Z`, as Kubernetes timestamps are written."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Store:
@@ -107,7 +108,7 @@ class Store:
         items = [o for o in items if matches(o, labels or [], fields or [])]
         return items, self.resource_version
 
-    def versions(self, res: Resource) -> list[tuple[Key, int]]:
+    def versions(self, res: Resource) -> builtins.list[tuple[Key, int]]:
         """Every object's key and resourceVersion in creation order, without reading a body: what a
         cache needs to find the few objects that changed since it last looked."""
         rows = self._db.execute("SELECT namespace, name, rv FROM objects WHERE resource=? ORDER BY rowid", (res.key,))
@@ -117,8 +118,8 @@ class Store:
         self,
         res: Resource,
         namespace: str | None = None,
-        labels: list[Requirement] | None = None,
-        fields: list[Requirement] | None = None,
+        labels: builtins.list[Requirement] | None = None,
+        fields: builtins.list[Requirement] | None = None,
         *,
         limit: int = 0,
         token: str = "",
@@ -159,12 +160,13 @@ class Store:
         return Page([obj for _, obj in chunk], str(at), _encode_continue(at, last + "\0"),
                     None if labels or fields else len(rows) - len(chunk))
 
-    def _rows_at(self, res: Resource, scope: str | None, at: int, start: Key) -> list[tuple[Key, str]] | None:
+    def _rows_at(self, res: Resource, scope: str | None, at: int, start: Key) -> builtins.list[tuple[Key, str]] | None:
         """`(key, body)` of the objects of `res` in `scope` as they were at resourceVersion `at`,
         from key `start` on, in key order; None when the change log no longer reaches back to `at`.
 
         Objects unchanged since `at` are read as stored; those written since are taken back to their
         last logged version at or before `at` (or dropped when they were created after it)."""
+        args: tuple[str, ...]
         where, args = "resource=?", (res.key,)
         if scope is not None:
             where, args = "resource=? AND namespace=?", (res.key, scope)
@@ -336,8 +338,8 @@ class Store:
         res: Resource | None,
         namespace: str | None = None,
         since: str | None = None,
-        labels: list[Requirement] | None = None,
-        fields: list[Requirement] | None = None,
+        labels: builtins.list[Requirement] | None = None,
+        fields: builtins.list[Requirement] | None = None,
     ) -> AsyncIterator[tuple[str, Obj]]:
         """Yield `(type, object)` for changes newer than `since` (default: now), then live ones.
 
@@ -371,8 +373,8 @@ class Store:
     def _filter(
         res: Resource | None,
         namespace: str | None,
-        labels: list[Requirement] | None,
-        fields: list[Requirement] | None,
+        labels: builtins.list[Requirement] | None,
+        fields: builtins.list[Requirement] | None,
         key: str,
         ns: str,
         kind: str,

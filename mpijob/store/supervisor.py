@@ -153,7 +153,7 @@ def _is_other_program(pid: int) -> bool:
 def _ready(url: str, ca: Path) -> bool:
     try:
         ctx = ssl.create_default_context(cafile=str(ca))
-        with urllib.request.urlopen(f"{url}/readyz", timeout=2, context=ctx) as resp:  # noqa: S310
+        with urllib.request.urlopen(f"{url}/readyz", timeout=2, context=ctx) as resp:  # noqa: S310 — the server's own https URL
             return bool(resp.status == 200)
     except (OSError, ValueError, ssl.SSLError):
         return False

@@ -87,7 +87,7 @@ class TokenFile:
         if stamp != self._stamp:
             with self._lock:
                 rows = self._read()
-                self._users = {digest: user for digest, user in rows}
+                self._users = dict(rows)
                 st2 = self.path.stat() if self.path.exists() else None
                 self._stamp = (st2.st_mtime, st2.st_ino) if st2 else (0.0, 0)
         return self._users

@@ -10,7 +10,7 @@ come from the run plan; an MPIJob one of Kueue's name with pod sets `launcher` a
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from mpijob.api import Obj
 from mpijob.api.kueue import owners
@@ -111,7 +111,7 @@ def workload_object(tj: Obj, plan: RunPlan, owner: Obj | None, priority: int, pr
 # -- stored objects → snapshot -------------------------------------------------------------------
 
 
-def _policy(kind: type[E], value: object, default: E, unknown: E | None = None) -> E:
+def _policy(kind: type[E], value: Any, default: E, unknown: E | None = None) -> E:
     """A policy field as its enum; absent or empty is the default. Admission only stores known values;
     an unknown one (an object stored before validation) reads as `unknown`, which is what the
     scheduler has always made of it."""

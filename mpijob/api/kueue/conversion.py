@@ -54,7 +54,7 @@ def from_storage(res: Resource, obj: Obj) -> Obj:
 
 
 # fields only v1beta2 has: in a v1beta1 body they are unknown fields, not something to convert
-_V1BETA2_ONLY = {
+_V1BETA2_ONLY: dict[str, dict[str, tuple[str, ...]]] = {
     "ClusterQueue": {"spec": ("cohortName", "concurrentAdmissionPolicy")},
     "LocalQueue": {"status": ("flavorsUsage",)},
     "Workload": {"spec": ("priorityClassRef", "preemptionGates"),

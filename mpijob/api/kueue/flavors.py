@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import cast
 
 from mpijob.api.kueue import messages as msg
 from mpijob.api.kueue.ledger import FR, Ledger, Usage
@@ -129,7 +130,7 @@ class Assigner:
         mode, borrow, reason, shortfall = answer
         if reason:
             reasons.append(reason)
-            self._note(*shortfall)
+            self._note(*cast("tuple[str, int]", shortfall))  # set whenever `reason` is
         return mode, borrow
 
     def _fits_quota(self, fr: FR, assumed: int, request: int) -> _Fit:
@@ -185,7 +186,7 @@ class Assigner:
         assumed: Usage = {}
         flavors: dict[str, dict[str, str]] = {}
         failures: list[tuple[str, list[str]]] = []
-        worst, borrows, need = FIT, False, set()
+        worst, borrows, need = FIT, False, set[tuple[str, str]]()
         for ps_name, totals in wl.totals:
             got: dict[str, tuple[str, Mode, int]] = {}
             reasons: list[str] = []

@@ -27,7 +27,7 @@ def _quantity(value: Any) -> Any:
     """int-or-string holding a Kubernetes quantity, as `x-kubernetes-int-or-string` + the quantity pattern."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         # ValueError, not TypeError: pydantic turns only ValueError into a validation error
-        raise ValueError('must be a quantity: an integer or a string such as "8", "500m" or "64Gi"')  # noqa: TRY004
+        raise ValueError('must be a quantity: an integer or a string such as "8", "500m" or "64Gi"')
     try:
         parse_quantity(value)
     except ValueError:

@@ -46,7 +46,7 @@ class Converter:
         self.src = mpijob
         self.lines: list[Line] = []
         self.causes: list[Cause] = []
-        meta = mpijob.get("metadata") if isinstance(mpijob.get("metadata"), dict) else {}
+        meta = mpijob["metadata"] if isinstance(mpijob.get("metadata"), dict) else {}
         self.name = meta.get("name") or ""
         self.namespace = meta.get("namespace") or ""
         self.labels: dict[str, str] = {}
@@ -129,9 +129,9 @@ class Converter:
                 self.add(fld, DROPPED, why=_SERVER_SET)
 
     def spec_fields(self, spec: dict) -> None:
-        for key in spec:
-            if key not in SPEC_FIELDS and is_set(spec[key]):
-                self.bad(f"spec.{key}", spec[key], f"not a field of an MPIJob spec (it has: {', '.join(SPEC_FIELDS)}); "
+        for key, value in spec.items():
+            if key not in SPEC_FIELDS and is_set(value):
+                self.bad(f"spec.{key}", value, f"not a field of an MPIJob spec (it has: {', '.join(SPEC_FIELDS)}); "
                          "remove it")
         slots = spec.get("slotsPerWorker")
         if is_set(slots) and self._int("spec.slotsPerWorker", slots, 1) is not None:

@@ -38,4 +38,4 @@ class Line:
 
 def is_set(value: Any) -> bool:
     """Whether a field is set (kube treats null, empty lists and empty maps as unset)."""
-    return value is not None and value != [] and value != {}
+    return value is not None and value not in ([], {})

@@ -13,7 +13,7 @@ from mpijob.api.platform import network, queues, rbac, runtimes, scc
 from mpijob.api.platform.options import OptionError, Options, Team, build
 from mpijob.api.resources import NAMESPACES
 
-__all__ = ["FILES", "Options", "OptionError", "Team", "build", "groups", "render"]
+__all__ = ["FILES", "OptionError", "Options", "Team", "build", "groups", "render"]
 
 # file name → what it holds, in the order to apply
 FILES = {

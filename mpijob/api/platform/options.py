@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from mpijob.api import names
 from mpijob.api.labels import is_qualified_name
@@ -159,7 +160,8 @@ def parse_image(value: str) -> tuple[str, str]:
     choices = [*IMPLEMENTATIONS, "gpu"]
     if not sep or impl not in choices or not image or any(c.isspace() for c in image):
         raise OptionError("--image", value, f"must be IMPLEMENTATION=IMAGE with IMPLEMENTATION one of "
-                                            f"{', '.join(choices)}", "use e.g. --image MPICH=registry.example.com/mpich:4.2")
+                                            f"{', '.join(choices)}",
+                          "use e.g. --image MPICH=registry.example.com/mpich:4.2")
     return impl, image
 
 
@@ -193,7 +195,7 @@ def check_group(option: str, group: str) -> str:
 
 
 def build(teams: Iterable[str] = (), quotas: Iterable[str] = (), weights: Iterable[str] = (),
-          gpu_types: Iterable[str] = (), images: Iterable[str] = (), **rest: object) -> Options:
+          gpu_types: Iterable[str] = (), images: Iterable[str] = (), **rest: Any) -> Options:
     """Options from command-line values (each repeatable option as the list of its values); other
     keyword arguments are `Options` fields, checked here."""
     parsed = tuple(parse_team(t) for t in teams) or Options.teams
@@ -217,18 +219,18 @@ def build(teams: Iterable[str] = (), quotas: Iterable[str] = (), weights: Iterab
         else:
             image_map[impl] = image
     if "ssh_port" in rest:
-        check_port("--ssh-port", int(rest["ssh_port"]))  # type: ignore[call-overload]
-    if rest.get("run_as_user") is not None and int(rest["run_as_user"]) < 1:  # type: ignore[call-overload]
+        check_port("--ssh-port", int(rest["ssh_port"]))
+    if rest.get("run_as_user") is not None and int(rest["run_as_user"]) < 1:
         raise OptionError("--run-as-user", rest["run_as_user"], "the runtimes run as non-root",
                           "use the UID the image's user has (1000 in MPI Operator's and Trainer's images)")
     if "preemption" in rest:
         check_preemption(str(rest["preemption"]))
     if "gpus_per_node" in rest:
-        check_gpus_per_node(int(rest["gpus_per_node"]))  # type: ignore[call-overload]
+        check_gpus_per_node(int(rest["gpus_per_node"]))
     if "cohort" in rest:
         _dns_label("--cohort", str(rest["cohort"]), "cohort name")
     for key in ("admin_group", "auditor_group"):
         if key in rest:
             check_group(f"--{key.replace('_', '-')}", str(rest[key]))
     return Options(teams=parsed, quotas=quota_map, weights=weight_map, gpu_types=types,
-                   images=MappingProxyType(image_map), gpu_image=gpu_image, **rest)  # type: ignore[arg-type]
+                   images=MappingProxyType(image_map), gpu_image=gpu_image, **rest)

@@ -3,6 +3,8 @@ between the job's pods, judged as a cluster's policy engine judges it (`mpijob.a
 
 from __future__ import annotations
 
+from typing import Any
+
 from mpijob.api import names, netpol
 from mpijob.api.errors import ApiError
 from mpijob.api.plan import PodPlan
@@ -20,7 +22,8 @@ def sshd_port(pods: list[PodPlan]) -> tuple[int, dict[str, int]]:
     for pod in pods:
         if not pod.runs_sshd:
             continue
-        container = next((c for c in pod.pod_spec.get("containers") or [] if c.get("name") == names.CONTAINER), {})
+        container: dict[str, Any] = next(
+            (c for c in pod.pod_spec.get("containers") or [] if c.get("name") == names.CONTAINER), {})
         named = {str(p["name"]): int(p["containerPort"]) for p in container.get("ports") or []
                  if p.get("name") and isinstance(p.get("containerPort"), int)}
         words = [*pod.command, *pod.args]

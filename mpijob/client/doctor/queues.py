@@ -158,7 +158,8 @@ def quota_fit(facts: Facts) -> Op[Check]:
     refusals = quota.limit_violations(pods, ranges)
     never = quota.check(quotas, {}, pods)
     if refusals or never:
-        return failed("quota", f"namespace {facts.namespace} refuses the job: {quota.aggregate(refusals or [never])}",
+        return failed("quota",
+                      f"namespace {facts.namespace} refuses the job: {quota.aggregate(refusals or [never or ''])}",
                       "ask for less in spec.trainer.resourcesPerNode or fewer nodes, or have the namespace's "
                       "ResourceQuota/LimitRange raised")
     used: dict[str, int] = {}

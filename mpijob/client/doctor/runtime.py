@@ -92,7 +92,8 @@ def istio(facts: Facts) -> Op[Check]:
     revision = labels.get(names.LABEL_ISTIO_REVISION)
     if injection != "enabled" and not (revision and injection != "disabled"):
         return passed("istio", f"namespace {facts.namespace} has no Istio sidecar injection")
-    said = f"{names.LABEL_ISTIO_INJECTION}=enabled" if injection == "enabled" else f"{names.LABEL_ISTIO_REVISION}={revision}"
+    said = (f"{names.LABEL_ISTIO_INJECTION}=enabled" if injection == "enabled"
+            else f"{names.LABEL_ISTIO_REVISION}={revision}")
     key = names.ANNOTATION_ISTIO_INJECT
     exposed = [p.rjob for p in _roles(facts.plan.pods)
                if p.annotations.get(key) != "false" and p.labels.get(key) != "false"]
@@ -150,7 +151,8 @@ def nodes(facts: Facts) -> Op[Check]:
         why = {n["metadata"]["name"]: _short(n, selector, needs) for n in found}
         fit = sorted(n for n, w in why.items() if not w)
         if not fit:
-            asked = ", ".join([f"{k}={v}" for k, v in selector.items()] + [f"{r}={q}" for r, q in sorted(needs.items())])
+            asked = ", ".join([f"{k}={v}" for k, v in selector.items()]
+                              + [f"{r}={q}" for r, q in sorted(needs.items())])
             reasons = "; ".join(f"{n} {w}" for n, w in sorted(why.items()))
             return failed("nodes", f"no Node can hold a {pod.rjob} pod ({asked or 'nothing asked'}): {reasons}",
                           "change the runtime's nodeSelector or the job's resourcesPerNode to what a Node has, "

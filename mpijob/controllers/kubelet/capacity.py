@@ -31,7 +31,7 @@ def _gpus() -> int:
     if not smi:
         return 0
     try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10).stdout
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10, check=False).stdout
     except (OSError, subprocess.TimeoutExpired):
         return 0
     return sum(1 for line in out.splitlines() if line.startswith("GPU "))

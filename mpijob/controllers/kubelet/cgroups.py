@@ -124,7 +124,8 @@ class PodCgroup:
         """Drop the cgroups once their processes are gone (the kernel refuses while any remain)."""
         for d in (self.path, self.cpu_path):
             try:
-                d and d.rmdir()
+                if d:
+                    d.rmdir()
             except OSError:
                 pass
 

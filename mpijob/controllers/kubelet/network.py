@@ -145,7 +145,7 @@ def _in_own_thread(path: Path | None, fn: Callable[[], T]) -> T:
                 finally:
                     os.close(fd)
             result.append(fn())
-        except BaseException as e:  # handed to the caller's thread
+        except BaseException as e:  # noqa: BLE001 — handed to the caller's thread, which raises it
             error.append(e)
 
     thread = threading.Thread(target=run, name="mpijob-netns")

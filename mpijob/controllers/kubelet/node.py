@@ -50,7 +50,7 @@ def _gpu_models() -> list[tuple[str, int]]:
         return []
     try:
         out = subprocess.run([smi, "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=10).stdout
+                             capture_output=True, text=True, timeout=10, check=False).stdout
     except (OSError, subprocess.TimeoutExpired):
         return []
     found = []

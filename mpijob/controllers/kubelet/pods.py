@@ -147,8 +147,9 @@ class _ForkServer:
             if not chunk:  # it died: whoever waits is told, and the next pod starts a new one
                 loop.remove_reader(fd)
                 proc.wait()
-                for future in self.waiting.values():
-                    future.done() or future.set_exception(OSError("the supervisors' fork server exited"))
+                for waiter in self.waiting.values():
+                    if not waiter.done():
+                        waiter.set_exception(OSError("the supervisors' fork server exited"))
                 self.waiting.clear()
                 return
             *lines, pending[0] = (pending[0] + chunk).split(b"\n")
@@ -243,7 +244,8 @@ def _conditions(pod: Obj, ready: bool, ts: str, phase: str = "Running") -> list[
     else:
         why = {"reason": "ContainersNotReady", "message": f"containers with unready status: [{container}]"}
     out = []
-    for kind, status in ((names.POD_SCHEDULED, True), ("Initialized", True), ("ContainersReady", ready), ("Ready", ready)):
+    for kind, status in ((names.POD_SCHEDULED, True), ("Initialized", True), ("ContainersReady", ready),
+                         ("Ready", ready)):
         value = "True" if status else "False"
         old = before.get(kind) or {}
         since = old.get("lastTransitionTime") if old.get("status") == value else ts

@@ -122,7 +122,7 @@ def detect_mode() -> str:
         return PROCESS
     probe = subprocess.run(
         ["unshare", "--mount", "--pid", "--uts", "--fork", "--propagation", "private", "true"],
-        capture_output=True,
+        capture_output=True, check=False,
     )
     return NAMESPACE if probe.returncode == 0 else PROCESS
 
@@ -280,7 +280,8 @@ class JobFiles:
         ]
         return "\n".join(lines) + "\n"
 
-    def write_pod(self, plan: RunPlan, pod: PodPlan, ips: dict[str, str], user: User, session_env: dict[str, str]) -> Path:
+    def write_pod(self, plan: RunPlan, pod: PodPlan, ips: dict[str, str], user: User,
+                  session_env: dict[str, str]) -> Path:
         """Per-pod files: hosts, passwd/group (job user), home, sshd_config."""
         d = self.pod_dir(pod)
         home = d / "home"
@@ -421,7 +422,8 @@ class JobFiles:
         lines = []
         for top in sorted(blocked):
             stage = STAGE / top.relative_to("/")
-            lines.append(f"mkdir -p {shlex.quote(str(stage))} && mount --bind {shlex.quote(str(top))} {shlex.quote(str(stage))}")
+            lines.append(f"mkdir -p {shlex.quote(str(stage))} && "
+                         f"mount --bind {shlex.quote(str(top))} {shlex.quote(str(stage))}")
             lines.append(f"mount -t tmpfs -o mode=0755 tmpfs {shlex.quote(str(top))}")
             for p in needed:
                 if p.is_relative_to(top) and p != top:

@@ -148,7 +148,8 @@ class Queueing:
             return
         self.metrics.admitted(wl, d.cluster_queue, time.time())
         wl.setdefault("status", {})["admission"] = d.assignment.to_api(d.cluster_queue)
-        cond.set_condition(wl, QUOTA_RESERVED, True, QUOTA_RESERVED, f"Quota reserved in ClusterQueue {d.cluster_queue}")
+        cond.set_condition(wl, QUOTA_RESERVED, True, QUOTA_RESERVED,
+                           f"Quota reserved in ClusterQueue {d.cluster_queue}")
         cond.set_condition(wl, ADMITTED, True, ADMITTED, "The workload is admitted")
         for kind in (EVICTED, PREEMPTED):
             if cond.get(wl, kind):

@@ -6,8 +6,9 @@ kubeflow/trainer#3433 (`kubeflow_trainer_trainjobs_{created,completed,failed}_to
 `kubeflow_trainer_trainjob_duration_seconds` with its buckets; after MPI Operator's
 `mpi_operator_jobs_{created,successful,failed}_total`), labelled by namespace and runtime, the failures
 by their condition's reason too. `runtime` is the runtime's name, where #3433 puts its kind
-(ClusterTrainingRuntime or TrainingRuntime): a queue's dashboard asks "which runtime fails", not "which kind". Trainer has no names for the phases of an MPI start (nodes' sshd
-ready, first rank output), so those histograms are mpijob's own (`mpijob_trainjob_*`).
+(ClusterTrainingRuntime or TrainingRuntime): a queue's dashboard asks "which runtime fails", not "which kind".
+Trainer has no names for the phases of an MPI start (nodes' sshd ready, first rank output), so those histograms
+are mpijob's own (`mpijob_trainjob_*`).
 
 A job is counted once when the Trainer controller first sees it (`created`) and once when it ends
 (`finished`, from `TrainJobController.finish`); the durations are then read from what the store holds

@@ -132,7 +132,7 @@ class Sampler:
         if self.nvml is not None:
             try:
                 self.gpus = self.nvml.read()
-            except Exception as e:  # a GPU fell off the bus, the driver went away: say so, keep sampling
+            except Exception as e:  # noqa: BLE001 — a GPU fell off the bus, the driver went away: say so, keep sampling
                 log.warning("reading the GPUs through NVML failed: %s", e)
                 self.gpus = []
         for key, reading in current.items():

@@ -86,7 +86,7 @@ class MPIJobController(TrainJobController):
             self._sync_workload(job, finished=True)
             return
         if status.created(job):
-            events.record(self.store, job, names.MPIJOB_CREATED, status.condition(job, status.CREATED)["message"])
+            events.record(self.store, job, names.MPIJOB_CREATED, status.condition(job, status.CREATED)["message"])  # type: ignore[index]  # created() just set it
             job = self.store.update(MPIJOBS, job, status=True)
         if owners.MPIJOB.suspended(job):
             self._suspend(job)
@@ -135,7 +135,7 @@ class MPIJobController(TrainJobController):
         self.accounting.seen(job, plan)
         self._sync_workload(job, plan, render.owner_reference(job) if plan else None)
         if meta["uid"] in self.runners:
-            asyncio.create_task(self.stop(meta["uid"], Stop.suspended()))
+            self.stop_soon(meta["uid"], Stop.suspended())
         else:
             binding.unbind(self.store, job_pods(self.store, meta["namespace"], meta["name"]))
 
@@ -217,7 +217,9 @@ class MPIJobController(TrainJobController):
     def pod_changed(self, pod: Obj) -> None:
         """Keep the owning MPIJob's replica counts and `Running` in step with its pods."""
         job_name = (pod["metadata"].get("labels") or {}).get(names.LABEL_MPI_JOB_NAME)
-        job = self.store.try_get(MPIJOBS, pod["metadata"]["namespace"], job_name) if job_name else None
+        if not job_name:
+            return
+        job = self.store.try_get(MPIJOBS, pod["metadata"]["namespace"], job_name)
         if job is None or status.finished(job) or owner_uid(pod) != job["metadata"]["uid"]:
             return
         if status.observe(job, job_pods(self.store, job["metadata"]["namespace"], job_name)):
@@ -237,6 +239,7 @@ class MPIJobController(TrainJobController):
             for p in started:
                 if (p.get("status") or {}).get("phase") in ("Pending", "Running"):
                     kubelet_pods.set_terminated(self.store, meta["namespace"], p["metadata"]["name"],
-                                                kubelet_pods.Exit(137, 9), names.REASON_CONTROL_PLANE_RESTARTED, message)
+                                                kubelet_pods.Exit(137, 9), names.REASON_CONTROL_PLANE_RESTARTED,
+                                                message)
             self.finish(self.store.get(MPIJOBS, meta["namespace"], meta["name"]),
                         Outcome(False, names.REASON_CONTROL_PLANE_RESTARTED, message))

@@ -79,7 +79,8 @@ def observe(job: Obj, pods: list[Obj]) -> bool:
     status["replicaStatuses"] = replica_statuses(pods)
     changed = status["replicaStatuses"] != before
     launcher = status["replicaStatuses"][names.REPLICA_LAUNCHER].get("active", 0)
-    workers = [p for p in pods if (p["metadata"].get("labels") or {}).get(names.LABEL_MPI_JOB_ROLE) == names.MPI_ROLE_WORKER]
+    workers = [p for p in pods
+               if (p["metadata"].get("labels") or {}).get(names.LABEL_MPI_JOB_ROLE) == names.MPI_ROLE_WORKER]
     if launcher and all((p.get("status") or {}).get("phase") == "Running" for p in workers):
         changed |= set_condition(job, RUNNING, True, names.MPIJOB_RUNNING,
                                  f"MPIJob {meta['namespace']}/{meta['name']} is running.")

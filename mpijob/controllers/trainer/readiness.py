@@ -56,7 +56,8 @@ class Readiness:
                 self.exits[key] = await proc.wait()
                 raise NodeFailed(pod, answered)
             if loop.time() > deadline:
-                raise NodeFailed(pod, answered, await asyncio.to_thread(self._why_not_ready, proc) if not answered else "")
+                raise NodeFailed(pod, answered,
+                                 await asyncio.to_thread(self._why_not_ready, proc) if not answered else "")
             if not warned and loop.time() - started > min(UNHEALTHY_AFTER, self.ready_timeout / 2):
                 warned = True
                 self._unhealthy(pod, ip, answered, deadline - loop.time())
@@ -91,14 +92,14 @@ class Readiness:
         try:
             await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (ip, SSH_PORT)), CONNECT_TIMEOUT)
             reader, writer = await asyncio.open_connection(sock=sock)
-        except (OSError, asyncio.TimeoutError):
+        except (TimeoutError, OSError):
             sock.close()
             return False
         try:
             banner = await asyncio.wait_for(reader.readline(), 2)
             writer.write(b"SSH-2.0-mpijob-probe\r\n")
             await writer.drain()
-        except (OSError, asyncio.TimeoutError):
+        except (TimeoutError, OSError):
             banner = b""
         writer.close()
         return banner.startswith(b"SSH-")
@@ -114,7 +115,7 @@ class Readiness:
         assert probe.stdout
         try:
             line = await asyncio.wait_for(probe.stdout.readline(), min(within, READY_TIMEOUT))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             line = b""
         finally:  # cancelled too (another node failed first): the probe does not outlive the wait
             if probe.returncode is None:

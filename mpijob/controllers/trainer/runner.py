@@ -12,6 +12,7 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mpijob.api import bound_failures, failures, mpi_impl, names
 from mpijob.api.bounds import Bounds
@@ -136,8 +137,8 @@ class JobRunner(Readiness, Verdicts):
         if self.stopped:  # what it was stopped for, not how its stopped pods exited, is the outcome
             outcome = self.stopped.outcome
         elif self.lost:
-            pod, why = next(iter(self.lost.items()))
-            outcome = Outcome(False, names.REASON_FAILED_JOBS, f"pod {pod} ended without an exit status: {why}")
+            lost, why = next(iter(self.lost.items()))
+            outcome = Outcome(False, names.REASON_FAILED_JOBS, f"pod {lost} ended without an exit status: {why}")
         elif Proc(launcher.name) in self.procs:
             outcome = await self._supervise()
         else:  # caught while starting: no program ran yet, so it starts again from the beginning
@@ -261,11 +262,13 @@ class JobRunner(Readiness, Verdicts):
         if failed := await self._rank_failed([*waits, watch]):  # Hydra's rank exits (rank_exits.py)
             watch.cancel()
             return failed
+        done: set[asyncio.Task[Any]]  # the pods' waits (Exit) and the watchdog's
         done, _ = await asyncio.wait([*waits, watch], return_when=asyncio.FIRST_COMPLETED)
         if not watch.done():
             watch.cancel()
         elif watch.exception() is not None:  # a bug of the watchdog's must not end the run: it runs unwatched
-            log.error("the watchdog of job %s/%s failed", self.plan.namespace, self.plan.job, exc_info=watch.exception())
+            log.error("the watchdog of job %s/%s failed", self.plan.namespace, self.plan.job,
+                      exc_info=watch.exception())
             done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         elif not (done := done - {watch}):  # a bound passed while every pod still ran
             for w in waits:
@@ -296,7 +299,8 @@ class JobRunner(Readiness, Verdicts):
     def _failed(self, culprit: str, not_ready: NodeFailed | None = None) -> Outcome:
         """A failed run's outcome in the classifier's words (`api/failures.py`), from what the runner saw:
         every pod's exit, OOM kills, peak memory and limit, the launcher's last lines with their ranks."""
-        facts = self._facts(culprit, starting=not_ready is not None, sshd_answered=bool(not_ready and not_ready.answered),
+        facts = self._facts(culprit, starting=not_ready is not None,
+                            sshd_answered=bool(not_ready and not_ready.answered),
                             why=((culprit, not_ready.why),) if not_ready and not_ready.why else ())
         found = bound_failures.not_ready_why(failures.classify(facts), facts)
         return Outcome(False, names.REASON_FAILED_JOBS, found.message, found.reason)
@@ -311,7 +315,7 @@ class JobRunner(Readiness, Verdicts):
             launcher_log=tuple(_ranked(line) for line in tail.decode(errors="replace").splitlines()),
             slots=hosts * self.plan.slots, hosts=hosts, key_dir=self.plan.ssh_auth_mount_path,
             ready_timeout=self.ready_timeout, implementation=self.plan.mpi_implementation,
-            **more)  # type: ignore[arg-type]
+            **more)  # type: ignore[arg-type]  # `more`: Facts fields of several types
 
     def _launcher_proc(self) -> tuple[str, pods.PodProcess]:
         """The launcher pod's name and its container's process."""
@@ -355,14 +359,17 @@ class JobRunner(Readiness, Verdicts):
                 pods.set_terminated(self.store, ns, name, exit, names.REASON_CONTAINER_STATUS_UNKNOWN, self.lost[name])
             elif cgroup and cgroup.oom_kills() and not outcome.succeeded:
                 pods.set_terminated(self.store, ns, name, pods.Exit(137, 9), names.REASON_OOM_KILLED,
-                                    f"a process of this pod exceeded its memory limit ({cgroup.oom_kills()} OOM kill(s))")
+                                    "a process of this pod exceeded its memory limit "
+                                    f"({cgroup.oom_kills()} OOM kill(s))")
             elif key in live and outcome.succeeded:
                 # Nodes are shut down once the launcher is done, as JobSet does.
-                pods.set_terminated(self.store, ns, name, pods.Exit(0), "Completed", "stopped after the TrainJob completed")
+                pods.set_terminated(self.store, ns, name, pods.Exit(0), "Completed",
+                                    "stopped after the TrainJob completed")
             elif self.stopped:  # stopped from outside, whether or not it had ended by now
                 pods.set_terminated(self.store, ns, name, exit, self.stopped.reason, self.stopped.pod_message)
             elif key in live:  # the job failed elsewhere (a rank, a node): this pod was stopped with it
-                pods.set_terminated(self.store, ns, name, exit, None, f"stopped because the TrainJob failed: {outcome.message}")
+                pods.set_terminated(self.store, ns, name, exit, None,
+                                    f"stopped because the TrainJob failed: {outcome.message}")
             else:
                 pods.set_terminated(self.store, ns, name, exit)
         if not outcome.succeeded and not self.stopped:  # what never started (a launcher whose nodes were never

@@ -48,8 +48,8 @@ from mpijob.controllers.quota import limit_ranges, with_limit_ranges
 from mpijob.controllers.trainer import binding, deadline
 from mpijob.controllers.trainer.accounting import Accounting
 from mpijob.controllers.trainer.runner import JobRunner, ready_default
-from mpijob.controllers.trainer.watchdog import Kind, Verdict
 from mpijob.controllers.trainer.stops import Outcome, Stop, Then
+from mpijob.controllers.trainer.watchdog import Kind, Verdict
 from mpijob.store import audit
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
@@ -98,6 +98,7 @@ class TrainJobController:
         self.kick = kick  # asks the queueing controller for a scheduling cycle
         self.accounting = Accounting(home.history)  # the job history (`mpijob history`)
         self.runners: dict[str, tuple[JobRunner, asyncio.Task[None]]] = {}
+        self._stop_tasks: set[asyncio.Task[None]] = set()  # held until done: the loop keeps only weak references
         self.deadlines: dict[str, asyncio.TimerHandle] = {}  # uid → the check at its activeDeadlineSeconds
 
     def files(self, tj: Obj) -> JobFiles:
@@ -122,7 +123,7 @@ class TrainJobController:
             self.accounting.seen(tj, plan)
             self._sync_workload(tj, plan, render.owner_reference(tj) if plan else None)
             if uid in self.runners:
-                asyncio.create_task(self.stop(uid, Stop.suspended()))
+                self.stop_soon(uid, Stop.suspended())
             else:  # pods that waited for a Node go, as JobSet deletes a suspended job's pods
                 binding.unbind(self.store, self._pods(tj))
             return
@@ -147,7 +148,7 @@ class TrainJobController:
             return
         self.launch(tj, plan, owner, wl)
 
-    def launch(self, tj: Obj, plan: RunPlan, owner: Obj, wl: Obj | None) -> None:
+    def launch(self, tj: Obj, plan: RunPlan, owner: Obj, wl: Obj) -> None:
         """Start an admitted job's run: its ServiceAccounts and SCC admission checked, its Secret, ConfigMaps
         and pods created, its files written and its runner started (also how `controllers/mpioperator` runs
         an MPIJob, through the hooks below)."""
@@ -240,7 +241,8 @@ class TrainJobController:
 
     def _show_stalled(self, job: Obj, stalled: bool, reason: str, message: str) -> None:
         """The job's `Stalled` condition (a TrainJob's; an MPIJob keeps MPI Operator's conditions)."""
-        if (stalled or cond.get(job, names.FAILURE_STALLED)) and cond.set_condition(job, names.FAILURE_STALLED, stalled, reason, message):
+        if (stalled or cond.get(job, names.FAILURE_STALLED)) and cond.set_condition(
+                job, names.FAILURE_STALLED, stalled, reason, message):
             self.store.update(TRAINJOBS, job, status=True)
 
     # -- what a run's objects are called and hold (overridden for MPIJobs) ------------------------------
@@ -257,7 +259,8 @@ class TrainJobController:
 
     def _render_config_maps(self, plan: RunPlan, owner: Obj) -> list[Obj]:
         """The hostfile ConfigMap, and the status server's CA for the pods' progress reports."""
-        return [render.render_hostfile_configmap(plan, owner), render.render_tls_configmap(plan, owner, self.home.ca_pem())]
+        return [render.render_hostfile_configmap(plan, owner),
+                render.render_tls_configmap(plan, owner, self.home.ca_pem())]
 
     def _render_pod(self, plan: RunPlan, pod: PodPlan, owner: Obj, account: Obj, url: str) -> Obj:
         return render.render_pod(plan, pod, owner, account, url)
@@ -377,8 +380,9 @@ class TrainJobController:
             if plan is None or owner is None or finished:
                 return None
             if names.LABEL_QUEUE_NAME not in meta.get("labels", {}):  # its default LocalQueue is made on demand
-                self.store.ensure(LOCAL_QUEUES, {"metadata": {"name": DEFAULT_LOCAL_QUEUE, "namespace": meta["namespace"]},
-                                                 "spec": {"clusterQueue": DEFAULT_CLUSTER_QUEUE}})
+                self.store.ensure(LOCAL_QUEUES, {
+                    "metadata": {"name": DEFAULT_LOCAL_QUEUE, "namespace": meta["namespace"]},
+                    "spec": {"clusterQueue": DEFAULT_CLUSTER_QUEUE}})
             wl = self.store.create(WORKLOADS, render_workload(self.store, tj, plan, owner))
             events.record(self.store, tj, names.KUEUE_CREATED_WORKLOAD,
                           f"Created Workload: {meta['namespace']}/{wl['metadata']['name']}")
@@ -511,6 +515,12 @@ class TrainJobController:
         self._mirror(tj)
         if tj["status"]["jobsStatus"] != before:
             self.store.update(TRAINJOBS, tj, status=True)
+
+    def stop_soon(self, uid: str, why: Stop) -> None:
+        """`stop` without waiting for it (a reconcile must not wait for a job's pods to go)."""
+        task = asyncio.create_task(self.stop(uid, why))
+        self._stop_tasks.add(task)
+        task.add_done_callback(self._stop_tasks.discard)
 
     async def stop(self, uid: str, why: Stop) -> None:
         """Stop a running job for `why` (deleted, suspended, evicted, the server stopping) and wait until its

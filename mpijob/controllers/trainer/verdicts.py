@@ -47,7 +47,7 @@ class Verdicts:
     def _launcher_proc(self) -> tuple[str, pods.PodProcess]:
         raise NotImplementedError
 
-    async def _rank_failed(self, waits: list[asyncio.Future]) -> Outcome | None:  # type: ignore[type-arg]
+    async def _rank_failed(self, waits: list[asyncio.Future]) -> Outcome | None:
         """Under Hydra, until a pod ends or the watchdog's verdict (`waits`): the outcome of a rank's non-zero
         exit, which Hydra would wait out (rank_exits.py); None once one of `waits` is done, and at once for
         other MPIs or where the kernel cannot tell."""
@@ -72,7 +72,7 @@ class Verdicts:
         mpiexec.kill(signal.SIGKILL)
         try:  # its end, recorded by its supervisor
             code: int | None = (await asyncio.wait_for(mpiexec.wait(), LAUNCHER_END_WAIT)).code
-        except asyncio.TimeoutError:
+        except TimeoutError:
             code = None
         ended = ranks.result()
         last = next((ln.text for ln in reversed(self._facts(launcher).launcher_log)

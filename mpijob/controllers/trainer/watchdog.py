@@ -207,7 +207,10 @@ class Watchdog:
 
     def look(self, at: float) -> Look:
         """The job now: its mpirun, ranks, daemons, CPU time and output."""
-        mpirun, ranks, world, daemons, cpu, started = None, {}, 0, set(), {}, {}
+        mpirun, world, daemons = None, 0, set()
+        ranks: dict[int, str] = {}
+        cpu: dict[str, float] = {}
+        started: dict[str, int] = {}
         names = {n[:COMM_LEN] for n in LAUNCHERS}
         daemon_names, skip = {n[:COMM_LEN] for n in DAEMONS}, {n[:COMM_LEN] for n in NOT_RANKS}
         if self.orphans and (not self.tracker.wired or at - self.scanned >= ORPHAN_SCAN):  # each look in wire-up
@@ -325,7 +328,8 @@ class Watchdog:
                 verdict = self.tracker.see(look)
                 if verdict is None:
                     continue
-                if verdict.kind in (Kind.WIREUP, Kind.HUNG) or (verdict.kind is Kind.STALLED and self.tracker.bounds.stall_fail):
+                if verdict.kind in (Kind.WIREUP, Kind.HUNG) or (
+                        verdict.kind is Kind.STALLED and self.tracker.bounds.stall_fail):
                     return verdict
                 report(verdict)
         finally:  # the pidfds go once no look can be using them

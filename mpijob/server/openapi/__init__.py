@@ -106,7 +106,7 @@ def _group_version_json(group: str, version: str) -> bytes:
 
 def v2() -> dict[str, Any]:
     """The Swagger 2.0 document (parsed from its cached serialization: callers may modify it)."""
-    return json.loads(v2_json())  # type: ignore[no-any-return]
+    return json.loads(v2_json())
 
 
 def v2_shared() -> dict[str, Any]:

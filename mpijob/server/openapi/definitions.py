@@ -299,7 +299,7 @@ def _builtin_schemas() -> dict[str, Any]:
     """`{definition name: schema}` of the built-in kinds outside the core group and their types, from the
     package data."""
     data = json.loads(resources.files(__package__).joinpath(BUILTIN_DATA).read_text(encoding="utf-8"))
-    return data["definitions"]  # type: ignore[no-any-return]
+    return data["definitions"]
 
 
 def _crd_kind(r: Resource, schema: dict[str, Any]) -> dict[str, Any]:

@@ -64,8 +64,9 @@ def _review(obj: Obj, api_version: str, kind: str) -> Obj:
         raise errors.bad_request(f"the body must be a {kind} of {api_version}")
     spec = obj.get("spec")
     if spec is not None and not isinstance(spec, dict):
-        raise errors.invalid(kind, "", [errors.Cause("spec", "Invalid value: must be an object")], names.AUTHORIZATION_GROUP)
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        raise errors.invalid(kind, "", [errors.Cause("spec", "Invalid value: must be an object")],
+                             names.AUTHORIZATION_GROUP)
+    meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     return {"kind": kind, "apiVersion": api_version, "metadata": {**meta, "creationTimestamp": None},
             "spec": spec or {}}
 
@@ -165,7 +166,7 @@ def _check_user(obj: Any) -> rbac.User:
     if not isinstance(obj, dict) or obj.get("kind") not in (None, "User") or obj.get("apiVersion") not in (
             None, USERS_API_VERSION):
         raise errors.bad_request(f"the body must be a User of {USERS_API_VERSION}")
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     name = meta.get("name")
     causes = []
     if not isinstance(name, str) or not names.DNS1123_SUBDOMAIN.match(name) or len(name) > 253:
@@ -173,7 +174,7 @@ def _check_user(obj: Any) -> rbac.User:
                                                     "digits, '-' and '.', starting and ending with a letter or digit"))
     elif name == auth.ADMIN_USER:
         causes.append(errors.Cause("metadata.name", f'Invalid value: "{name}": reserved for the cluster itself'))
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    spec = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
     groups = spec.get("groups") or []
     if not isinstance(groups, list) or not all(isinstance(g, str) and g and "," not in g for g in groups):
         causes.append(errors.Cause("spec.groups", "Invalid value: a list of group names (no commas)"))

@@ -9,6 +9,7 @@ converted up (`to_storage`) before admission, and every object sent back is conv
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -236,7 +237,8 @@ async def patch_object(request: Request, cluster: Cluster, t: Target) -> Respons
     ctype = request.headers.get("content-type", "").split(";")[0].strip()
     if ctype == patch.APPLY:
         return await _apply(request, cluster, t)
-    appliers = {patch.MERGE: patch.merge_patch, patch.JSON_PATCH: patch.json_patch}
+    appliers: dict[str, Callable[[Any, Any], Any]] = {patch.MERGE: patch.merge_patch,
+                                                      patch.JSON_PATCH: patch.json_patch}
     if res.builtin:  # strategic merge needs Go struct tags: built-in kinds only, as in kube
         appliers[patch.STRATEGIC] = patch.strategic(res.group)
     if ctype not in appliers:
@@ -333,8 +335,8 @@ async def delete(request: Request, cluster: Cluster, t: Target) -> Response:
 async def delete_collection(request: Request, cluster: Cluster, t: Target) -> Response:
     q = request.query_params
     options = await _delete_options(request)
-    items, rv = cluster.store.list(t.res, t.namespace, parse_labels(q.get("labelSelector")),
-                                   parse_fields(q.get("fieldSelector")))
+    items, _rv = cluster.store.list(t.res, t.namespace, parse_labels(q.get("labelSelector")),
+                                    parse_fields(q.get("fieldSelector")))
     deleted = []
     for item in items:
         meta = item["metadata"]

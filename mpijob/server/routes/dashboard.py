@@ -66,7 +66,8 @@ def is_public(method: str, path: str) -> bool:
     """Requests that need no credentials: the page and its assets, and trading a ticket for a session."""
     if path == f"{API}/session":
         return method == "POST"
-    return (path == names.DASHBOARD_PATH or path.startswith(f"{names.DASHBOARD_PATH}/")) and not path.startswith(f"{API}/")
+    return ((path == names.DASHBOARD_PATH or path.startswith(f"{names.DASHBOARD_PATH}/"))
+            and not path.startswith(f"{API}/"))
 
 
 def is_dashboard(path: str) -> bool:
@@ -75,11 +76,11 @@ def is_dashboard(path: str) -> bool:
 
 
 def _cluster(request: Request) -> Cluster:
-    return request.app.state.cluster  # type: ignore[no-any-return]
+    return request.app.state.cluster
 
 
 def _sessions(request: Request) -> Sessions:
-    return request.app.state.sessions  # type: ignore[no-any-return]
+    return request.app.state.sessions
 
 
 def _user(request: Request) -> rbac.User:
@@ -120,7 +121,8 @@ async def open_session(request: Request) -> Response:
     body = await read_body(request)
     ticket = body.get("ticket") if isinstance(body, dict) else None
     if not isinstance(ticket, str) or not ticket:
-        raise errors.bad_request('the body must be {"ticket": "..."}, the ticket of a login link from `mpijob dashboard`')
+        raise errors.bad_request('the body must be {"ticket": "..."}, '
+                                 'the ticket of a login link from `mpijob dashboard`')
     found = _sessions(request).redeem(ticket)
     if found is None:
         raise errors.ApiError(401, "Unauthorized", "this login link was used already or has expired: run "

@@ -105,7 +105,7 @@ def watch_many(request: Request, cluster: Cluster, user: rbac.User) -> Response:
                 while not cluster.stopping.is_set() and not client.gone and loop.time() < deadline:
                     try:
                         yield await asyncio.wait_for(queue.get(), POLL)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         continue
         finally:
             for task in tasks:

@@ -14,7 +14,7 @@ first; `metadata.remainingItemCount` counts the older ones that matched but were
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from fastapi import APIRouter
 from starlette.requests import Request
@@ -33,7 +33,7 @@ router = APIRouter()
 
 
 def _time(t: float | None) -> str | None:
-    return None if t is None else datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return None if t is None else datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def record_object(r: JobRecord, now: float) -> Obj:
@@ -42,7 +42,8 @@ def record_object(r: JobRecord, now: float) -> Obj:
     return {
         "apiVersion": API_VERSION, "kind": names.JOB_RECORD_KIND,
         "metadata": {"name": r.name, "namespace": r.namespace, "uid": r.uid, "creationTimestamp": _time(r.submitted)},
-        "jobKind": r.kind, "requester": r.requester, "runtime": r.runtime, "nodes": r.nodes, "procsPerNode": r.procs_per_node,
+        "jobKind": r.kind, "requester": r.requester, "runtime": r.runtime, "nodes": r.nodes,
+        "procsPerNode": r.procs_per_node,
         "gpus": r.gpus, "submitted": _time(r.submitted), "admitted": _time(r.admitted), "started": _time(r.started),
         "finished": _time(r.finished), "waitSeconds": round(r.wait(now), 3), "runSeconds": round(run, 3),
         "state": r.state, "reason": r.reason, "failure": r.failure, "message": r.message,

@@ -67,7 +67,7 @@ async def serve(request: Request, cluster: Cluster, t: Target) -> Response:
     container = _pick_container(pod, q.get("container"))
     follow = parse_bool(q.get("follow"), "follow")
     parse_bool(q.get("previous"), "previous")  # validated, then ignored: containers do not restart
-    options = {
+    options: dict[str, Any] = {
         "tail_lines": parse_int(q.get("tailLines"), "tailLines"),
         "since_seconds": parse_int(q.get("sinceSeconds"), "sinceSeconds"),
         "timestamps": parse_bool(q.get("timestamps"), "timestamps"),

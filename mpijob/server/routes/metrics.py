@@ -32,7 +32,7 @@ router = APIRouter()
 
 
 def _cluster(request: Request) -> Cluster:
-    return request.app.state.cluster  # type: ignore[no-any-return]
+    return request.app.state.cluster
 
 
 @router.get(names.METRICS_PATH)

@@ -128,7 +128,7 @@ def _paging(request: Request) -> tuple[int, int]:
     q = request.query_params
     offset = parse_int(q.get("offset"), "offset")
     limit = parse_int(q.get("limit"), "limit")
-    return offset or 0, DEFAULT_LIMIT if not limit else limit  # Kueue: limit 0 means the default
+    return offset or 0, limit if limit else DEFAULT_LIMIT  # Kueue: limit 0 means the default
 
 
 def cluster_queue_summary(
@@ -136,7 +136,8 @@ def cluster_queue_summary(
     compute: Callable[[Store], tuple[Snapshot, Positions]] | None = None,
 ) -> Obj:
     compute = compute or compute_positions
-    if lookup(names.KUEUE_GROUP, names.KUEUE_VERSION, "clusterqueues") is not None and _stored(store, "clusterqueues", "", name) is None:
+    if (lookup(names.KUEUE_GROUP, names.KUEUE_VERSION, "clusterqueues") is not None
+            and _stored(store, "clusterqueues", "", name) is None):
         raise errors.not_found("clusterqueue", name, GROUP)
     snap, positions = compute(store)
     if name not in snap.cluster_queues:
@@ -158,7 +159,7 @@ def local_queue_summary(
 
 
 def _store(request: Request) -> Store:
-    return request.app.state.cluster.store  # type: ignore[no-any-return]
+    return request.app.state.cluster.store
 
 
 

@@ -87,7 +87,7 @@ def stream(
                         return
                     try:
                         item = await asyncio.wait_for(queue.get(), min(remaining, POLL))
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         continue
                     if item is _END:
                         return

@@ -79,16 +79,16 @@ def inactive(snap: Snapshot, cq: ClusterQueue) -> Inactive | None:
     checks = sorted(set(cq.admission_checks) - snap.admission_checks)
     if checks:
         causes.append((REASON_ADMISSION_CHECK_NOT_FOUND, msg.missing_admission_checks(checks),
-                       f"AdmissionCheck {', '.join(checks)} not found (this cluster runs no admission check "
-                       f"controllers, so the check could never pass); remove it from the ClusterQueue's "
-                       f"admission checks"))
+                       (f"AdmissionCheck {', '.join(checks)} not found (this cluster runs no admission check "
+                        f"controllers, so the check could never pass); remove it from the ClusterQueue's "
+                        f"admission checks")))
     for flavor in sorted(f for f in flavors if f in snap.flavors and f in snap.flavor_topologies):
         topology = snap.flavor_topologies[flavor]
         if topology not in snap.topologies:
             causes.append((REASON_TOPOLOGY_NOT_FOUND, msg.missing_topology(topology, flavor),
-                           f"ResourceFlavor {flavor} names Topology {topology}, which does not exist (this cluster "
-                           f"does no topology-aware scheduling); list a flavor without spec.topologyName in the "
-                           f"ClusterQueue instead"))
+                           (f"ResourceFlavor {flavor} names Topology {topology}, which does not exist (this cluster "
+                            f"does no topology-aware scheduling); list a flavor without spec.topologyName in the "
+                            f"ClusterQueue instead")))
     if not causes:
         return None
     head = f"ClusterQueue {cq.name} is " + (f"stopped (stopPolicy {cq.stop_policy})" if stopped else "inactive")
@@ -134,8 +134,8 @@ class Blockers:
             return (REASON_MISCONFIGURED, msg.local_queue_missing(wl.local_queue), human)
         if stop := snap.local_queue_stops.get((wl.namespace, wl.local_queue)):
             return (REASON_INADMISSIBLE, msg.local_queue_stopped(wl.local_queue),
-                    f"LocalQueue {wl.local_queue} is stopped (stopPolicy {stop}); set its spec.stopPolicy to None "
-                    f"to admit its workloads again")
+                    (f"LocalQueue {wl.local_queue} is stopped (stopPolicy {stop}); set its spec.stopPolicy to None "
+                     f"to admit its workloads again"))
         cq = snap.cluster_queues.get(wl.cluster_queue)
         if cq is None:
             return (REASON_MISCONFIGURED, msg.cluster_queue_missing(wl.cluster_queue),

@@ -10,6 +10,7 @@ stays at or below the target's (then Kueue's second rule: below the target's sha
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -66,7 +67,7 @@ class Preemptor:
     """Finds targets against the cycle's ledger; `admitted` maps a queue to its evictable workloads."""
 
     def __init__(self, ledger: Ledger, admitted: dict[str, list[Workload]], fair_sharing: bool,
-                 exclude: set[str] | None = None) -> None:
+                 exclude: AbstractSet[str] | None = None) -> None:
         self.ledger, self.fair_sharing = ledger, fair_sharing
         self._admitted = admitted
         self.exclude = exclude if exclude is not None else set()  # already chosen as victims this cycle
@@ -248,7 +249,8 @@ class Preemptor:
                 best, best_drs = name, drs
         return best
 
-    def _fair_first(self, wl: Workload, cq: ClusterQueue, usage: Usage, need: set[FR], cands: list[Workload]):
+    def _fair_first(self, wl: Workload, cq: ClusterQueue, usage: Usage, need: set[FR], cands: list[Workload]
+                    ) -> tuple[bool, list[Target], list[Workload]]:
         led = self.ledger
         per_queue: dict[str, list[Workload]] = {}
         for c in cands:
@@ -265,7 +267,8 @@ class Preemptor:
             if target == cq.name or within_nominal:
                 cand = queue.pop(0)
                 led.remove(target, usage_of(cand))
-                chosen.append(Target(cand, REASON_IN_CLUSTER_QUEUE if target == cq.name else REASON_IN_COHORT_RECLAMATION))
+                chosen.append(Target(cand, REASON_IN_CLUSTER_QUEUE if target == cq.name
+                                     else REASON_IN_COHORT_RECLAMATION))
                 if self._fits_fair(cq, usage):
                     return True, chosen, []
                 continue
@@ -286,7 +289,8 @@ class Preemptor:
                 led.add(target, usage_of(cand))
                 retry.append(cand)
 
-    def _fair_second(self, cq: ClusterQueue, usage: Usage, retry: list[Workload], chosen: list[Target]):
+    def _fair_second(self, cq: ClusterQueue, usage: Usage, retry: list[Workload], chosen: list[Target]
+                     ) -> tuple[bool, list[Target]]:
         led = self.ledger
         per_queue: dict[str, list[Workload]] = {}
         for c in retry:

@@ -28,7 +28,7 @@ import heapq
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from mpijob.api.kueue import messages as msg
 from mpijob.api.kueue.fit import never_fits
@@ -77,7 +77,7 @@ def explain(snap: Snapshot, pending: Mapping[str, Pending], timing: Timing, now:
         clauses = [needs[(wl.cluster_queue, wl.shape)], _blocker(snap, wl, decision),
                    _position(ranks.get(wl.cluster_queue, []), wl, places.get(key))]
         start = starts.get(key)
-        when = datetime.fromtimestamp(start, timezone.utc) if start is not None else None
+        when = datetime.fromtimestamp(start, UTC) if start is not None else None
         out[key] = Waiting("; ".join(c for c in clauses if c), when)
     return out
 
@@ -108,8 +108,8 @@ def _needs(snap: Snapshot, ledger: Ledger, wl: Workload) -> str:
     unused, q = max(0, nominal - used), lambda v: msg.quantity(res, v)
     needs = f"needs {_amount(res, wanted[res])}, "
     if cq.cohort and free > unused:  # it may borrow
-        return needs + f"{q(free)} free to ClusterQueue {cq.name} ({q(unused)} of its own {q(nominal)} and " \
-                       f"{q(free - unused)} to borrow from cohort {cq.cohort})"
+        return needs + (f"{q(free)} free to ClusterQueue {cq.name} ({q(unused)} of its own {q(nominal)} and "
+                        f"{q(free - unused)} to borrow from cohort {cq.cohort})")
     clause = needs + f"{q(free)} of {q(nominal)} free in ClusterQueue {cq.name}"
     if cq.cohort and unused > free:  # the cohort's other queues borrowed what it does not use
         clause += f" ({q(unused - free)} of its quota in use by other queues of cohort {cq.cohort})"
