@@ -13,11 +13,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support import https_client, kubectl_runner, scaled
-
 from mpijob.store import supervisor
 from mpijob.store.home import Home
 from mpijob.store.supervisor import ServerInfo
+
+from support import https_client, kubectl_runner, scaled
 
 NO_CONTROLLERS = {"MPIJOB_NO_CONTROLLERS": "1"}
 TESTS = Path(__file__).resolve().parent

@@ -146,8 +146,8 @@ def test_every_module_has_a_layer() -> None:
 
 def test_no_module_imports_a_layer_above_its_own() -> None:
     found = upward_imports()
-    assert not found, "imports that run up the layers (api → store → controllers → server → client → " \
-                      "sdk/cli):\n" + "\n".join(found)
+    assert not found, ("imports that run up the layers (api → store → controllers → server → client → "
+                       "sdk/cli):\n" + "\n".join(found))
 
 
 # The client and its surfaces reach a cluster through the Kubernetes API only: nothing of the server's or

@@ -13,8 +13,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-# What ruff checks (tests/ is excluded in [tool.ruff] for now); mypy's files are [tool.mypy] `files`
-RUFF_PATHS = ("mpijob", "bench", "tools", "examples")
+# What ruff checks (tests/ by its own tests/ruff.toml); mypy's files are [tool.mypy] `files`
+RUFF_PATHS = ("mpijob", "bench", "tools", "examples", "tests")
 
 
 def _run(tool: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
-
 from mpijob.cli.main import app
+from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from cli_support import Result, cli_env
-from typer.testing import CliRunner
-
 from mpijob.api import names
 from mpijob.cli.main import app
 from mpijob.store import audit
 from mpijob.store.home import Home
+from typer.testing import CliRunner
 
 
 def run(home: Path, *args: str) -> Result:
@@ -28,7 +27,7 @@ def run(home: Path, *args: str) -> Result:
 def write_log(home: Path) -> None:
     """Four Events: an old create by bob, alice's create, a 401, the controller ending alice's job."""
     log = audit.AuditLog(Home(home).audit_log)
-    old = audit.timestamp(datetime.now(timezone.utc) - timedelta(hours=3))
+    old = audit.timestamp(datetime.now(UTC) - timedelta(hours=3))
     ref = audit.ObjectRef("trainjobs", "team-a", "train", "trainer.kubeflow.org", "v1alpha1")
     log.write(audit.event(verb="create", request_uri="/x", user=audit.user_info("bob", groups=["devs"]), code=201,
                           received=old, object_ref=audit.ObjectRef("configmaps", "team-b", "cfg", "", "v1")))

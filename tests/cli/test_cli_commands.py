@@ -11,7 +11,6 @@ from typing import Any
 
 import yaml
 from cli_support import Invoke, example, trainjob_names, write_job
-
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection
 from mpijob.client.core import Call

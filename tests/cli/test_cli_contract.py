@@ -10,7 +10,6 @@ from typing import Any
 
 import yaml
 from cli_support import Invoke, trainjob_names
-
 from mpijob.store import supervisor
 from mpijob.store.home import Home
 

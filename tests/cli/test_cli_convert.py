@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import yaml
-from typer.testing import CliRunner
-from support import UPSTREAM
-
 from mpijob.api import names
 from mpijob.cli.exitcodes import Exit
 from mpijob.cli.main import app
+from typer.testing import CliRunner
+
+from support import UPSTREAM
 
 REPO = Path(__file__).resolve().parents[2]
 PI = REPO / "examples" / "mpijob" / "pi.yaml"
@@ -72,8 +72,8 @@ def test_a_bad_mpijob_prints_nothing_and_exits_3(tmp_path: Path) -> None:
     assert code == Exit.INVALID == 3
     assert out == ""  # not even the good document: nothing half-converted reaches `kubectl apply`
     assert 'error: MPIJob.kubeflow.org "pi" is invalid:' in err
-    assert "* spec.mpiReplicaSpecs.Launcher.replicas: Invalid value: 2: an MPIJob has exactly one launcher; " \
-           "set it to 1 or remove it" in err
+    assert ("* spec.mpiReplicaSpecs.Launcher.replicas: Invalid value: 2: an MPIJob has exactly one launcher; "
+            "set it to 1 or remove it") in err
 
 
 def test_not_an_mpijob_unparsable_missing_file_and_bad_flag(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ from typing import Any
 import httpx
 import pytest
 from cli_support import Invoke
-
 from mpijob.api import names
 
 DASH = names.DASHBOARD_PATH

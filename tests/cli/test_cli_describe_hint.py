@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 from cli_support import Invoke
-
 from mpijob.cli.placement_hint import ONE_POD_LATENCY_US, TWO_PODS_LATENCY_US, on_local_cluster, one_machine_hint
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection

@@ -11,7 +11,6 @@ from typing import Any
 
 import yaml
 from cli_support import Invoke
-
 from mpijob.client.doctor import NAMES
 
 KUBECTL = "/usr/bin/kubectl"

@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 import yaml
 from cli_support import EXAMPLES
+
 from support import UPSTREAM
 
 CRD = UPSTREAM / "trainer" / "trainer.kubeflow.org_trainjobs.yaml"

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from mpijob.api import errors
 from mpijob.api.errors import ApiError
 from mpijob.cli.exitcodes import (

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
-
 from mpijob.cli.exitcodes import Exit
 from mpijob.cli.main import app
+from typer.testing import CliRunner
 
 
 def _closed_port() -> int:

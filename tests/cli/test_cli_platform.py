@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from typer.testing import CliRunner
-
 from mpijob.api import platform
 from mpijob.cli.exitcodes import Exit
 from mpijob.cli.main import app
+from typer.testing import CliRunner
 
 
 def run(*args: str, home: Path) -> tuple[int, str, str]:

@@ -19,10 +19,9 @@ import httpx
 import pytest
 import yaml
 from cli_support import Invoke, Result, cli_env, example
-from typer.testing import CliRunner
-
 from mpijob.cli import queue_views as qv
 from mpijob.cli.main import app
+from typer.testing import CliRunner
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 TRAINJOBS = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs"

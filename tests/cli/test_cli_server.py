@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 from cli_support import MPIJOB_BIN
-
 from mpijob.store import supervisor
 from mpijob.store.home import Home
 

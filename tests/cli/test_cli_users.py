@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 import yaml
 from cli_support import cli_env
-from typer.testing import CliRunner
-
 from mpijob.cli.main import app
+from typer.testing import CliRunner
 
 KUBECTL = "/usr/bin/kubectl"
 
@@ -59,8 +58,8 @@ def test_refusals_are_exit_code_5_and_sdk_forbidden(home: Path) -> None:
     kubeconfig = r.stdout.strip().splitlines()[-1]
     denied = run(home, "--kubeconfig", kubeconfig, "get", "trainjobs", "-n", "team-b")
     assert denied.exit_code == 5
-    assert 'User "carol" cannot list resource "trainjobs" in API group "trainer.kubeflow.org" in the namespace ' \
-           '"team-b"' in denied.stderr
+    assert ('User "carol" cannot list resource "trainjobs" in API group "trainer.kubeflow.org" in the namespace '
+            '"team-b"') in denied.stderr
     assert run(home, "--kubeconfig", kubeconfig, "user", "add", "mallory").exit_code == 5  # admin only
     from mpijob import Client
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import yaml
 from cli_support import MPIJOB_BIN, Invoke, example, write_job
-
 from mpijob.cli.exitcodes import Exit
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection
@@ -48,8 +47,8 @@ def _talking_nodes_runtime(mpijob: Invoke, tmp_path: Path, name: str) -> None:
     base = yaml.safe_load(mpijob("get", "runtimes", "mpi-distributed", "-o", "yaml").stdout)
     node = next(rj for rj in base["spec"]["template"]["spec"]["replicatedJobs"] if rj["name"] == "node")
     container = node["template"]["spec"]["template"]["spec"]["containers"][0]
-    container["command"] = ["bash", "-c", 'echo "node step 1 $(hostname)"; sleep 2; echo "node step 2 $(hostname)"; '
-                            "sleep 120"]
+    container["command"] = ["bash", "-c", ('echo "node step 1 $(hostname)"; sleep 2; echo "node step 2 $(hostname)"; '
+                            "sleep 120")]
     container.pop("args", None)
     container.pop("readinessProbe", None)
     rt = {"apiVersion": base["apiVersion"], "kind": "TrainingRuntime",
@@ -204,8 +203,8 @@ def test_queue_position_of_a_waiting_job_comes_from_the_visibility_api(
 
 def test_logs_rank_shows_one_ranks_lines_from_open_mpi_output_tagging(mpijob: Invoke, mpijob_proc: Invoke,
                                                                         tmp_path: Path) -> None:
-    cmd = ["mpirun", "bash", "-c", 'echo "hello from $OMPI_COMM_WORLD_RANK"; echo "oops $OMPI_COMM_WORLD_RANK" >&2; '
-           'printf "no newline $OMPI_COMM_WORLD_RANK"']
+    cmd = ["mpirun", "bash", "-c", ('echo "hello from $OMPI_COMM_WORLD_RANK"; echo "oops $OMPI_COMM_WORLD_RANK" >&2; '
+           'printf "no newline $OMPI_COMM_WORLD_RANK"')]
     assert mpijob("create", "-f", str(_job(tmp_path, "wl-rank", cmd, nodes=3))).exit_code == 0
     try:
         assert mpijob_proc("wait", "wl-rank", "--timeout", "3m").exit_code == Exit.OK

@@ -8,14 +8,14 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from support import UPSTREAM
-
 from mpijob.api import names
 from mpijob.api import trainjob as trainjob_rules
 from mpijob.api.errors import ApiError
 from mpijob.api.names import MAX_ENV
 from mpijob.cli.create_cmd import imperative_trainjob
 from mpijob.client.builder import build_trainjob, field_causes
+
+from support import UPSTREAM
 
 TRAINJOB_CRD = UPSTREAM / "trainer" / "trainer.kubeflow.org_trainjobs.yaml"
 

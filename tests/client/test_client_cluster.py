@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from mpijob.api.errors import ApiError
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from mpijob.client.config import ClusterChoice, choose_cluster
 from mpijob.client.errors import InvalidArgument, Unreachable
 from mpijob.client.kubeconfig import load

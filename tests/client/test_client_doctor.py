@@ -8,10 +8,10 @@ import copy
 from typing import Any
 
 import yaml
-from support import UPSTREAM
-
 from mpijob.api import netpol
 from mpijob.client.doctor import Facts, Status, cluster, default_job
+
+from support import UPSTREAM
 
 CRD = yaml.safe_load((UPSTREAM / "trainer" / "trainer.kubeflow.org_trainjobs.yaml").read_text())
 JOB = {"jobset.sigs.k8s.io/jobset-name": "pi", "jobset.sigs.k8s.io/replicatedjob-name": "node"}

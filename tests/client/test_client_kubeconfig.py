@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 import yaml
-from support import kubeconfig_token
-
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection
 from mpijob.client.errors import InvalidArgument
 from mpijob.client.kubeconfig import Credentials, load, load_client_certificate
 from mpijob.store.supervisor import ServerInfo
+
+from support import kubeconfig_token
 
 KUBECTL = "/usr/bin/kubectl"
 
@@ -188,7 +188,8 @@ def test_an_exec_token_the_server_refuses_is_fetched_again(server: ServerInfo, t
     plugin.chmod(0o755)
     calls = tmp_path / "calls"
     exec_spec = {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "args": [str(calls)],
-                 "env": [{"name": "GOOD_TOKEN", "value": kubeconfig_token(server.kubeconfig)}, {"name": "GOOD_FROM", "value": "2"}]}
+                 "env": [{"name": "GOOD_TOKEN", "value": kubeconfig_token(server.kubeconfig)},
+                         {"name": "GOOD_FROM", "value": "2"}]}
     assert _lists_trainjobs(_variant(server, tmp_path, "stale.yaml", user={"exec": exec_spec}))
     assert calls.read_text() == "2"  # the first token got a 401; the plugin was asked again
 
@@ -209,7 +210,7 @@ def test_client_certificate_and_key_load_from_files_and_data(tmp_path: Path) -> 
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "user")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
             .sign(key, hashes.SHA256()))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from mpijob.api.errors import ApiError
 from mpijob.client import manifests
 

@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from mpijob.api import mpi_impl, names
 from mpijob.controllers.kubelet import mpi_installs
 

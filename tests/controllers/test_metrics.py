@@ -15,8 +15,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
-
 from mpijob.api import Obj
 from mpijob.api import resources as r
 from mpijob.api.kueue.snapshot import ClusterQueue
@@ -26,6 +24,7 @@ from mpijob.controllers.metrics.gpus import Nvml, owners
 from mpijob.controllers.metrics.kueue import KueueMetrics, QueueCollector, exponential_buckets, pending_status
 from mpijob.controllers.metrics.usage import RunningPod, Sampler, UsageCollector
 from mpijob.store.objects import Store
+from prometheus_client import CollectorRegistry
 
 ROLE = {"replica_role": "standalone"}
 
@@ -120,25 +119,25 @@ class FakeNvml:
     def __init__(self, gpus: list[tuple[str, int, int]]) -> None:
         self.gpus = gpus  # (uuid, utilization %, memory used in MiB), by NVML index
 
-    def nvmlDeviceGetCount(self) -> int:  # noqa: N802 — NVML's names
+    def nvmlDeviceGetCount(self) -> int:
         return len(self.gpus)
 
-    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:  # noqa: N802
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:
         return i
 
-    def nvmlDeviceGetUUID(self, h: int) -> str:  # noqa: N802
+    def nvmlDeviceGetUUID(self, h: int) -> str:
         return self.gpus[h][0]
 
-    def nvmlDeviceGetName(self, h: int) -> bytes:  # noqa: N802
+    def nvmlDeviceGetName(self, h: int) -> bytes:
         return b"NVIDIA H100 80GB HBM3"  # older releases answer bytes
 
-    def nvmlDeviceGetUtilizationRates(self, h: int) -> Any:  # noqa: N802
+    def nvmlDeviceGetUtilizationRates(self, h: int) -> Any:
         return SimpleNamespace(gpu=self.gpus[h][1], memory=0)
 
-    def nvmlDeviceGetMemoryInfo(self, h: int) -> Any:  # noqa: N802
+    def nvmlDeviceGetMemoryInfo(self, h: int) -> Any:
         return SimpleNamespace(used=self.gpus[h][2] << 20, total=80 << 30, free=(80 << 30) - (self.gpus[h][2] << 20))
 
-    def nvmlShutdown(self) -> None:  # noqa: N802
+    def nvmlShutdown(self) -> None:
         pass
 
 

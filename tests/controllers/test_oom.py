@@ -34,8 +34,8 @@ def test_rank_over_its_memory_limit_is_oomkilled(server: Any, tmp_path: Path) ->
                 "numNodes": 2,
                 "resourcesPerNode": {"limits": {"memory": "64Mi"}},
                 "command": ["mpirun", "bash", "-c",
-                            'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then '
-                            'exec python -c "a = bytearray(512 * 1024 * 1024); print(len(a))"; fi; sleep 20'],
+                            ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then '
+                            'exec python -c "a = bytearray(512 * 1024 * 1024); print(len(a))"; fi; sleep 20')],
             },
         },
     }

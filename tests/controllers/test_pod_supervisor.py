@@ -31,7 +31,7 @@ def test_the_supervisor_writes_the_log_and_records_the_exit(tmp_path: Path) -> N
     assert sorted(_lines(logs, "p")) == ["err", "out"]
     assert json.loads((tmp_path / "s" / shim.EXIT).read_text())["returncode"] == 7
     stamped = logs.read("ns", "p", "node", timestamps=True).decode()
-    assert stamped.startswith("20") and "Z out" in stamped or "Z err" in stamped
+    assert (stamped.startswith("20") and "Z out" in stamped) or "Z err" in stamped
 
 
 def test_a_later_server_re_adopts_a_running_pod_and_misses_no_line(tmp_path: Path) -> None:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from mpijob.store import supervisor
 from mpijob.store.home import Home
 

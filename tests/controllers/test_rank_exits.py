@@ -14,7 +14,6 @@ from mpijob.api import names
 from mpijob.controllers.trainer import rank_exits
 
 
-
 def test_the_kernel_tells_a_pidfds_holder_the_exit_status_from_linux_6_15() -> None:
     release = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
     assert rank_exits.supported() == (release >= (6, 15)), release

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from mpijob.api import rbac
 from mpijob.api.errors import ApiError
 from mpijob.api.plan import RunPlan, resolve

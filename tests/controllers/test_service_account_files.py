@@ -10,7 +10,6 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from mpijob.api import scc
 from mpijob.api.plan import resolve
 from mpijob.api.runtimes import bundled

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from mpijob.controllers.metrics import series
 from mpijob.controllers.metrics.series import Point, UsageHistory
 
@@ -14,7 +16,7 @@ def test_a_long_life_is_thinned_evenly_and_stays_bounded() -> None:
     points = h.series(("ns", "p"))
     assert len(points) < series.MAX_POINTS
     assert points[0].at == 0.0 and points[-1].at >= n - 8  # from the start to (nearly) now
-    gaps = {b.at - a.at for a, b in zip(points, points[1:])}
+    gaps = {b.at - a.at for a, b in itertools.pairwise(points)}
     assert gaps <= {2.0, 4.0, 8.0}  # evenly thinned, the older part no finer than the newer
 
 

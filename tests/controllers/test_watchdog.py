@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from mpijob.api.bounds import Bounds
 from mpijob.controllers.trainer.procfs import not_listening
 from mpijob.controllers.trainer.watchdog import Kind, Look, Pod, Tracker, Watchdog
@@ -99,7 +98,7 @@ def test_quiet_and_idle_is_a_stall_and_output_or_cpu_ends_it() -> None:
     looks = [Look(float(s), 5, {0: "a", 1: "b"}, 2, output=100, cpu={"a": 1.0, "b": 2.0}) for s in range(1, 22)]
     assert _run(t, *looks) == [Kind.STALLED]
     stall = Tracker(BOUNDS, 0)
-    verdict = [v for look in looks if (v := stall.see(look))][0]
+    verdict = next(v for look in looks if (v := stall.see(look)))
     assert (verdict.idle, verdict.idle_ranks, verdict.bound) == (("a", "b"), (0, 1), 20)
     assert _run(t, Look(23, 5, {0: "a", 1: "b"}, 2, output=100, cpu={"a": 1.0, "b": 3.0})) == [Kind.RESUMED]
     assert _run(t, Look(24, 5, {0: "a", 1: "b"}, 2, output=100, cpu={"a": 1.0, "b": 3.0})) == []

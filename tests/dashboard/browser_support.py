@@ -24,13 +24,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import support
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
+
+import support
 from support import trainjob
 
 REPO = Path(__file__).resolve().parents[2]
@@ -171,7 +172,8 @@ class Dashboard:
     def settled(self, what: str, timeout: float = 20) -> None:
         """The page shows its heading and no spinner (every Spinner is labelled "Loading ...")."""
         try:
-            wait_for(lambda: self.find("main h1") and not self.find('main [aria-label^="Loading"], [role="progressbar"][aria-label^="Loading"]'),
+            loading = 'main [aria-label^="Loading"], [role="progressbar"][aria-label^="Loading"]'
+            wait_for(lambda: self.find("main h1") and not self.find(loading),
                      f"{what} to finish loading", timeout)
         except AssertionError as e:
             body = self.js("return document.body ? document.body.innerText : ''")

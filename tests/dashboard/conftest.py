@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import pytest
 from browser_support import Browsers, Dashboard, log_in, missing_tools, ranks_job
-from support import create, finished_as, https_client, kubectl_runner, wait_finished
-
 from mpijob.store.supervisor import ServerInfo
+
+from support import create, finished_as, https_client, kubectl_runner, wait_finished
 
 SHOTS_ENV = "MPIJOB_DASHBOARD_SHOTS"  # keep the screenshots there instead of pytest's temp dir
 _shots: list[Path] = []

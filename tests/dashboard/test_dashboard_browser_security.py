@@ -13,11 +13,11 @@ from typing import Any
 
 import httpx
 from browser_support import DIST, Dashboard, describe, log_in, login_link, wait_for
-from support import https_client
-
 from mpijob.api import names
 from mpijob.server.routes.dashboard import CSP
 from mpijob.store.supervisor import ServerInfo
+
+from support import https_client
 
 PAGES = ("#/jobs", "#/create", "#/queues", "#/cluster", "#/history")
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import httpx
 from browser_support import Dashboard, wait_for
-
 from mpijob.api import failures, names
 
 REPO = Path(__file__).resolve().parents[2]

@@ -20,10 +20,10 @@ from typing import Any
 import httpx
 import pytest
 from browser_support import STATES, Dashboard, describe, log_in, seen_texts, wait_for, watch_text
-from support import TRAINER, add_user, create, finished_as, trainjob, wait_finished
+from mpijob.store.supervisor import ServerInfo
 from selenium.webdriver.common.by import By
 
-from mpijob.store.supervisor import ServerInfo
+from support import TRAINER, add_user, create, finished_as, trainjob, wait_finished
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 TABS = ["Overview", "Configuration", "Workers", "Logs", "Metrics", "Events"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
 from support import load_tool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,7 +47,6 @@ def test_rendering_ignores_the_terminal_width_and_the_environment(
 
 def test_cli_reference_covers_every_command_and_option(rendered: dict[Path, str]) -> None:
     import typer.main
-
     from mpijob.cli.main import app
 
     text = rendered[gen.DOCS / "cli.md"]

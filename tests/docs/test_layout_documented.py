@@ -5,7 +5,6 @@ does not exist. A package added, moved or removed without its description fails 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from support import REPO
 

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from mpijob import Client
 from mpijob.store.supervisor import ServerInfo
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support import https_client, kubectl_runner
 from kubeflow.common.types import KubernetesBackendConfig
 from kubeflow.trainer import TrainerClient
 from kubernetes import client as k8s_client
-
 from mpijob.store.supervisor import ServerInfo
+
+from support import https_client, kubectl_runner
 
 
 @pytest.fixture(scope="session")

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from support import TRAINER, condition, create, https_client, trainjob, wait_finished, wait_for
-
 from mpijob.api import names
 from mpijob.store import audit
 from mpijob.store.home import Home
 from mpijob.store.supervisor import ServerInfo
+
+from support import TRAINER, condition, create, https_client, trainjob, wait_finished, wait_for
 
 OK, FAIL = "ee-audit-ok", "ee-audit-fail"
 MPIJOB_BIN = Path(sys.executable).parent / "mpijob"

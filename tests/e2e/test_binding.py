@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from support import TRAINER, create, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
-
 from mpijob.store.supervisor import ServerInfo
+
+from support import TRAINER, create, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
 
 PRINT = 'echo "RANKCPUS $OMPI_COMM_WORLD_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
 RUN = ["mpirun", "-np", "2", "bash", "-c", PRINT]

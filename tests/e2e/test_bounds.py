@@ -25,13 +25,22 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from support import (
-    TRAINER, by_role, condition, create, events_of, get_trainjob, job_pods, launcher_of, trainjob, wait_finished,
-    wait_for,
-)
-
 from mpijob.api import names
 from mpijob.api.durations import parse_time
+
+from support import (
+    TRAINER,
+    by_role,
+    condition,
+    create,
+    events_of,
+    get_trainjob,
+    job_pods,
+    launcher_of,
+    trainjob,
+    wait_finished,
+    wait_for,
+)
 
 Kubectl = Callable[..., Any]
 RUNTIME = "ee-bounds-elsewhere"
@@ -96,8 +105,8 @@ def started(api: httpx.Client, runtime: str, kubectl: Kubectl) -> Iterator[dict[
     """Every job of the module created at once; when each was. All deleted afterwards, before their runtime:
     a TrainJob whose runtime is gone makes the upstream SDK's list_jobs fail for the whole namespace."""
     at: dict[str, float] = {}
-    for name, (command, annotations) in JOBS.items():
-        create(api, _job(name, command, annotations))
+    for name, (command, asked) in JOBS.items():
+        create(api, _job(name, command, asked))
         at[name] = time.time()
     create(api, _job("bd-elsewhere", ["mpirun", "hostname"], {}, runtime))  # its bound is its runtime's
     at["bd-elsewhere"] = time.time()

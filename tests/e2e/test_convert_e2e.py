@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+
 from support import JOBSET, REPO, RJOB, UPSTREAM
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 import httpx
+
 from support import TRAINER, condition, create, trainjob, wait_finished, wait_for, wait_no_processes
 
 DELAYS = (0.0, 0.05, 0.15, 0.3, 0.6, 1.0)  # seconds between create and delete: queued, starting, probing, running

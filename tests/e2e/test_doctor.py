@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 import yaml
-from support import add_user
-
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection
 from mpijob.client.doctor import NAMES, Check, Facts, Status, default_job, diagnose
+
+from support import add_user
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 QUEUE = "kueue.x-k8s.io/queue-name"

@@ -15,8 +15,18 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+
 from support import (
-    TRAINER, condition, create, events_of, job_pods, launcher_of, pod_log, wait_finished, wait_for, wait_launcher,
+    TRAINER,
+    condition,
+    create,
+    events_of,
+    job_pods,
+    launcher_of,
+    pod_log,
+    wait_finished,
+    wait_for,
+    wait_launcher,
     wait_log,
 )
 

@@ -16,13 +16,23 @@ from typing import Any
 
 import httpx
 import pytest
-from support import (
-    TAG, condition, create, events_of, https_client, job_pods, launcher_of, trainjob, wait_finished, wait_for,
-    wait_launcher, wait_log,
-)
-
 from mpijob.api import names
 from mpijob.api.failures import ANCHORS
+
+from support import (
+    TAG,
+    condition,
+    create,
+    events_of,
+    https_client,
+    job_pods,
+    launcher_of,
+    trainjob,
+    wait_finished,
+    wait_for,
+    wait_launcher,
+    wait_log,
+)
 
 RECORDS = f"/apis/{names.MPIJOB_GROUP}/{names.MPIJOB_VERSION}/namespaces/default/{names.JOB_RECORDS}"
 # The key mpirun's ssh offers: named by the ssh config the launcher uses (the pod's own, or `-F` in process mode).
@@ -37,8 +47,8 @@ NCCL_RANK = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then echo "$(hostname):4242:43
              '2.14.3" >&2; exit 1; fi; sleep 30')
 JOBS = {
     "fc-ssh": (["bash", "-c", REPLACE_KEY], names.FAILURE_SSH_AUTH),
-    "fc-dns": (["bash", "-c", 'echo "fc-dns-node-0-7.fc-dns slots=1" > /tmp/fc-dns-$$; '
-                "mpirun --hostfile /tmp/fc-dns-$$ -n 1 hostname"], names.FAILURE_HOST_UNRESOLVABLE),
+    "fc-dns": (["bash", "-c", ('echo "fc-dns-node-0-7.fc-dns slots=1" > /tmp/fc-dns-$$; '
+                "mpirun --hostfile /tmp/fc-dns-$$ -n 1 hostname")], names.FAILURE_HOST_UNRESOLVABLE),
     "fc-cmd": (["mpirun", "no-such-program-fc"], names.FAILURE_COMMAND_NOT_FOUND),
     "fc-slots": (["mpirun", "-n", "50", "hostname"], names.FAILURE_NOT_ENOUGH_SLOTS),
     "fc-signal": (["mpirun", "bash", "-c", 'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then kill -SEGV $$; fi; sleep 30'],

@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 import pytest
-from support import TRAINER, condition, create, events_of, job_pods, launcher_of, trainjob, wait_finished, wait_for
-
 from mpijob.api import names, runtimes
+
+from support import TRAINER, condition, create, events_of, job_pods, launcher_of, trainjob, wait_finished, wait_for
 
 RUNTIMES = f"{TRAINER}/namespaces/default/trainingruntimes"
 LS = "ls: cannot access '/x': No such file or directory"

@@ -13,9 +13,22 @@ from typing import Any
 
 import httpx
 import pytest
+
 from support import (
-    by_role, condition, create, job_dirs, job_pods, launcher_of, pod_log, sshd_of, trainjob, wait_finished,
-    wait_launcher, wait_log, wait_no_processes, wait_ranks_seen,
+    by_role,
+    condition,
+    create,
+    job_dirs,
+    job_pods,
+    launcher_of,
+    pod_log,
+    sshd_of,
+    trainjob,
+    wait_finished,
+    wait_launcher,
+    wait_log,
+    wait_no_processes,
+    wait_ranks_seen,
 )
 
 QUICKLY = 10.0  # seconds; loose on purpose (2 cores, shared machine)

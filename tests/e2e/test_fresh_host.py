@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import condition, create, https_client, pod_log, trainjob, wait_finished, wait_for, wait_launcher
-
 from mpijob.store import supervisor
 from mpijob.store.home import Home
+
+from support import condition, create, https_client, pod_log, trainjob, wait_finished, wait_for, wait_launcher
 
 PROBE = r'''echo "rank $OMPI_COMM_WORLD_RANK user=$(id -un) home_exists=$(test -d "$HOME" && echo yes)"
 echo "rank $OMPI_COMM_WORLD_RANK shm=$(touch /dev/shm/probe-$OMPI_COMM_WORLD_RANK && echo writable)"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from support import TRAINER, create, resource_version, terminations, trainjob, wait_launcher, wait_log
 
 MERGE = {"Content-Type": "application/merge-patch+json"}

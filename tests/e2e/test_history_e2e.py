@@ -11,15 +11,15 @@ from typing import Any
 
 import httpx
 import pytest
-from support import add_user, create, https_client, trainjob, wait_finished, wait_for
-from typer.testing import CliRunner
-
 from mpijob.api import names
 from mpijob.api.durations import parse_time
 from mpijob.cli.exitcodes import Exit
 from mpijob.cli.main import app
 from mpijob.store import supervisor
 from mpijob.store.home import Home
+from typer.testing import CliRunner
+
+from support import add_user, create, https_client, trainjob, wait_finished, wait_for
 
 GPU = "nvidia.com/gpu"
 ENV = {"MPIJOB_CAPACITY": f"{GPU}=4,cpu=8,memory=16Gi", "MPIJOB_HISTORY_MAX_RECORDS": "6"}

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from support import condition, create, job_pods, launcher_of, pod_log, section, trainjob, wait_finished
 
 JOBS = ("ee-iso-a", "ee-iso-b")

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
+
 from support import JOBSET, REPO, job_dirs, wait_for
 
 NS = "ee-kubectl"

@@ -8,8 +8,9 @@ import subprocess
 from collections.abc import Callable
 
 import yaml
-from support import trainjob
 from kubeflow.trainer import CustomTrainer, TrainerClient
+
+from support import trainjob
 
 SOURCE = "ee-sdk-src"
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]

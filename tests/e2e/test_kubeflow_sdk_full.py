@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from support import TRAINER, job_pods, wait_for
 from kubeflow.trainer import CustomTrainer, TrainerClient
+
+from support import TRAINER, job_pods, wait_for
 
 RUNTIME = "mpi-distributed"
 

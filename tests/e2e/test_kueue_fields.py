@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Callable
 
 import httpx
+
 from support import TRAINER, condition, create, job_pods, trainjob, wait_finished, wait_for
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from support import condition, create, job_pods, trainjob, wait_finished, wait_for
+from mpijob.cli.main import app
 from typer.testing import CliRunner
 
-from mpijob.cli.main import app
+from support import condition, create, job_pods, trainjob, wait_finished, wait_for
 
 KUEUE = "/apis/kueue.x-k8s.io"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -125,8 +125,8 @@ def test_flavor_topology_holds_the_job_until_the_queue_lists_another_flavor(api:
     _queues(c, {"metadata": {"name": cq}, "spec": {"namespaceSelector": {}, "resourceGroups": groups}}, "v1beta2")
     active = _wait_active(c, f"clusterqueues/{cq}", "False")
     assert (active["reason"], active["message"]) == (
-        "TopologyNotFound", "Can't admit new workloads: there is no Topology \"rack-topology\" for TAS flavor "
-                            "\"tas-flavor\".")
+        "TopologyNotFound", ("Can't admit new workloads: there is no Topology \"rack-topology\" for TAS flavor "
+                            "\"tas-flavor\"."))
 
     create(c, _job("tas-job", f"{cq}-lq"))
     _assert_held(c, "tas-job", cq, "ResourceFlavor tas-flavor names Topology rack-topology, which does not exist")

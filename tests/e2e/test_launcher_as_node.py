@@ -12,11 +12,21 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from support import (
-    JOBSET, RJOB, by_role, condition, create, job_pods, launcher_of, pod_log, section, trainjob, wait_finished,
-)
-
 from mpijob.store.supervisor import ServerInfo
+
+from support import (
+    JOBSET,
+    RJOB,
+    by_role,
+    condition,
+    create,
+    job_pods,
+    launcher_of,
+    pod_log,
+    section,
+    trainjob,
+    wait_finished,
+)
 
 JOB = "ee-lan"
 GREETING = "hello from every rank"

@@ -26,8 +26,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support import TRAINER, create, https_client, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
-
 from mpijob.api import mpi_impl, names, runtimes
 from mpijob.api.mpi_output import LauncherOutput
 from mpijob.controllers.kubelet.sandbox import (
@@ -42,6 +40,8 @@ from mpijob.controllers.kubelet.sandbox import (
     User,
 )
 from mpijob.store.supervisor import ServerInfo
+
+from support import TRAINER, create, https_client, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
 
 RUNTIMES = f"{TRAINER}/namespaces/default/trainingruntimes"
 NODES = 3
@@ -133,7 +133,7 @@ def answers(ip: str) -> bool | None:
         return None
 
 
-def fake_plan(files: JobFiles):  # noqa: ANN201 - what _sshd_config reads of a plan
+def fake_plan(files: JobFiles):
     return type("Plan", (), {"ssh_auth_mount_path": str(files.keys)})()
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support import condition, create, job_pods, launcher_of, pod_log, trainjob, wait_finished
 from kubeflow.trainer import TrainerClient
-
 from mpijob.store.supervisor import ServerInfo
+
+from support import condition, create, job_pods, launcher_of, pod_log, trainjob, wait_finished
 
 MPIJOB = str(Path(sys.executable).parent / "mpijob")
 # printf, not echo: the exact bytes, spaces, a tab and brackets included

@@ -9,8 +9,18 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+
 from support import (
-    TRAINER, by_role, condition, create, job_pods, launcher_of, pod_log, section, trainjob, wait_finished,
+    TRAINER,
+    by_role,
+    condition,
+    create,
+    job_pods,
+    launcher_of,
+    pod_log,
+    section,
+    trainjob,
+    wait_finished,
 )
 
 RUNTIME = "ee-mpi-separate-launcher"

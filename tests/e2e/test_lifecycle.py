@@ -7,14 +7,26 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from support import (
-    TRAINER, condition, create, job_dirs, job_pods, kubectl_runner, launcher_of, status_code, trainjob,
-    wait_finished, wait_for, wait_launcher, wait_log, wait_no_processes,
-)
-
 from mpijob.store import supervisor
 from mpijob.store.home import Home
 from mpijob.store.supervisor import ServerInfo
+
+from support import (
+    TRAINER,
+    condition,
+    create,
+    job_dirs,
+    job_pods,
+    kubectl_runner,
+    launcher_of,
+    status_code,
+    trainjob,
+    wait_finished,
+    wait_for,
+    wait_launcher,
+    wait_log,
+    wait_no_processes,
+)
 
 CASCADE, LOGS = "ee-cascade", "ee-logs"
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}) ")

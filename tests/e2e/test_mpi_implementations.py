@@ -8,21 +8,31 @@ from __future__ import annotations
 import copy
 import math
 import re
-from datetime import datetime
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
-from support import (
-    REPO, TRAINER, condition, create, https_client, job_pods, job_processes, launcher_of, pod_log, trainjob,
-    wait_finished, wait_for,
-)
-
 from mpijob.api import names, runtimes
 from mpijob.api.mpi_output import RANKS_HEADER
 from mpijob.store.supervisor import ServerInfo
+
+from support import (
+    REPO,
+    TRAINER,
+    condition,
+    create,
+    https_client,
+    job_pods,
+    job_processes,
+    launcher_of,
+    pod_log,
+    trainjob,
+    wait_finished,
+    wait_for,
+)
 
 RUNTIMES = f"{TRAINER}/namespaces/default/trainingruntimes"
 # (annotation, rank variable, size variable, hostfile line pattern, launcher variables that must be set)

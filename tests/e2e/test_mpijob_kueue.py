@@ -15,10 +15,10 @@ from typing import Any
 
 import httpx
 import yaml
-from support import TRAINER, condition, events_of, trainjob, wait_for
+from mpijob.cli.main import app
 from typer.testing import CliRunner
 
-from mpijob.cli.main import app
+from support import TRAINER, condition, events_of, trainjob, wait_for
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import REPO, UPSTREAM, job_dirs, wait_for
-
 from mpijob.api import names
+
+from support import REPO, UPSTREAM, job_dirs, wait_for
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 ROLE = "training.kubeflow.org/job-role"
@@ -41,8 +41,8 @@ def test_an_mpijob_runs_as_is_under_mpi_operators_names(kubectl: Kubectl, home: 
     ns, job = "ee-mpijob", "ranks"
     kubectl("create", "namespace", ns)
     script = 'echo "rank=$OMPI_COMM_WORLD_RANK host=$(hostname)"'
-    launcher_script = f'echo "role=$K_MPI_JOB_ROLE"; sed "s/^/hostfile: /" $OMPI_MCA_orte_default_hostfile; ' \
-                      f"mpirun -n 2 bash -c '{script}'"
+    launcher_script = (f'echo "role=$K_MPI_JOB_ROLE"; sed "s/^/hostfile: /" $OMPI_MCA_orte_default_hostfile; '
+                       f"mpirun -n 2 bash -c '{script}'")
     applied = kubectl("apply", "-n", ns, "-f", "-", input=_mpijob(job, ["bash", "-c", launcher_script]))
     assert f"mpijob.kubeflow.org/{job} created" in applied.stdout
     assert f"Warning: {names.MPIJOB_DEPRECATED}" in applied.stderr, applied.stderr

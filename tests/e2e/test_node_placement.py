@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from support import TRAINER, condition, job_pods, trainjob, wait_finished, wait_for
-
 from mpijob.api import names
+
+from support import TRAINER, condition, job_pods, trainjob, wait_finished, wait_for
 
 NS = "np-e2e"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from support import TRAINER, condition, create, job_pods, launcher_of, trainjob, wait_finished
-
 from mpijob.api import names, runtimes
 from mpijob.api.mpi_output import RANKS_HEADER
+
+from support import TRAINER, condition, create, job_pods, launcher_of, trainjob, wait_finished
 
 LINES = 20_000  # per rank, as fast as Python prints
 NODES = 4
@@ -90,7 +90,7 @@ def test_every_byte_every_rank_writes_reaches_the_log(impl: str, api: httpx.Clie
     lines = [tuple(ln.split(b" ", 1)) for ln in log.split(b"\n")[:-1]]
     rank_of = (lambda r: b"-") if impl in UNRANKED else (lambda r: r)
     rest: list[tuple[bytes, ...]] = []
-    last = {r: -1 for r in range(NODES)}
+    last = dict.fromkeys(range(NODES), -1)
     for rank, text in lines:
         m = FAST.fullmatch(text)
         if m is None:
@@ -99,7 +99,7 @@ def test_every_byte_every_rank_writes_reaches_the_log(impl: str, api: httpx.Clie
         assert rank == rank_of(m[1]), f"rank {m[1]}'s line stored as rank {rank!r}'s"
         assert int(m[2]) == last[int(m[1])] + 1, f"rank {m[1]}: line {m[2]} after line {last[int(m[1])]}"
         last[int(m[1])] = int(m[2])
-    assert last == {r: LINES - 1 for r in range(NODES)}, f"last line seen per rank: {last}"
+    assert last == dict.fromkeys(range(NODES), LINES - 1), f"last line seen per rank: {last}"
     big = (rank_of(b"1"), b"big:" + b"x" * BIG)
     assert sorted(rest, key=repr) == sorted([
         (b"-", b"launcher via /dev/stdout"), (b"-", b"launcher via /dev/stderr"),

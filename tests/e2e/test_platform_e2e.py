@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import condition, create, https_client, kubectl_runner, wait_finished
-from typer.testing import CliRunner
-
 from mpijob.api import names
 from mpijob.cli.main import app
 from mpijob.store.supervisor import ServerInfo
+from typer.testing import CliRunner
+
+from support import condition, create, https_client, kubectl_runner, wait_finished
 
 MPIJOB = Path(sys.executable).parent / "mpijob"
 # The warnings a dry run of the bundle may carry on the local cluster, and why each is expected:
 ACCEPTED = [
     # a runtime's pod fields the local cluster records but does not need (it runs every pod on one machine)
-    r"^spec\.template\.spec\.replicatedJobs\[\d\]\..*: (no effect on one machine|not run by the local cluster"
-    r"|readiness is the local cluster's|recorded on the pods, not pulled|the launcher always waits)",
+    (r"^spec\.template\.spec\.replicatedJobs\[\d\]\..*: (no effect on one machine|not run by the local cluster"
+    r"|readiness is the local cluster's|recorded on the pods, not pulled|the launcher always waits)"),
     r"^spec\.template\.spec\.successPolicy\..*: a job succeeds when its launcher does",
     # ResourceFlavor nodeLabels: every pod runs on this machine
     r"^spec\.nodeLabels\.\S+: no effect on one machine",

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from support import condition, create, get_trainjob, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
-from typer.testing import CliRunner
-
 from mpijob import AsyncClient, Client, Progress
 from mpijob.cli.main import app
+from typer.testing import CliRunner
+
+from support import condition, create, get_trainjob, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
 
 JOB = "progress"
 PATH = "/var/run/secrets/kubeflow/trainer"
@@ -41,8 +41,8 @@ if rank == 0:
 '''
 CURL = ('curl -sS -o /dev/null -w "curl %{http_code}\\n" --cacert "$KUBEFLOW_TRAINER_SERVER_CA_CERT" '
         '-H "Authorization: Bearer $(cat "$KUBEFLOW_TRAINER_SERVER_TOKEN")" -H "Content-Type: application/json" ')
-REPORT = '{"trainerStatus": {"progressPercentage": 100, "metrics": [{"name": "loss", "value": "0.1"}], ' \
-         '"lastUpdatedTime": "2026-11-20T12:00:00Z"}}'
+REPORT = ('{"trainerStatus": {"progressPercentage": 100, "metrics": [{"name": "loss", "value": "0.1"}], '
+          '"lastUpdatedTime": "2026-11-20T12:00:00Z"}}')
 SCRIPT = "\n".join([
     f"mpirun python -c {shlex.quote(RANKS)}",
     CURL + f"-d {shlex.quote(REPORT)} \"$KUBEFLOW_TRAINER_SERVER_URL\"",

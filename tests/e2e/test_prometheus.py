@@ -24,13 +24,22 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from support import (
-    REPO, TRAINER, condition, create, get_trainjob, https_client, job_pods, kubectl_runner, trainjob,
-    wait_finished, wait_for,
-)
+from mpijob.controllers.metrics.gpus import Nvml
 from prometheus_client.parser import text_string_to_metric_families
 
-from mpijob.controllers.metrics.gpus import Nvml
+from support import (
+    REPO,
+    TRAINER,
+    condition,
+    create,
+    get_trainjob,
+    https_client,
+    job_pods,
+    kubectl_runner,
+    trainjob,
+    wait_finished,
+    wait_for,
+)
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
@@ -78,8 +87,8 @@ def cluster(servers: Any) -> Iterator[dict[str, Any]]:
         wait_for(lambda: len(job_pods(c, "m-victim")) == 2 or None, "m-victim running")
         create(c, gpu_job("m-vip", 2, "echo vip; sleep 300", priority="m-high"))
         wait_for(lambda: condition(workload(c, "m-victim"), "Preempted"), "m-victim preempted")
-        wait_for(lambda: condition(workload(c, "m-vip"), "Admitted") and len(job_pods(c, "m-vip")) == 2
-                 and not job_pods(c, "m-victim") or None, "m-vip running, m-victim's pods gone", timeout=60)
+        wait_for(lambda: (condition(workload(c, "m-vip"), "Admitted") and len(job_pods(c, "m-vip")) == 2
+                 and not job_pods(c, "m-victim")) or None, "m-vip running, m-victim's pods gone", timeout=60)
         failed = condition(get_trainjob(c, "m-fail"), "Failed")
         assert failed is not None
         yield {"info": info, "api": c, "failed_reason": failed["reason"]}

@@ -10,13 +10,25 @@ from typing import Any
 
 import httpx
 import pytest
-from support import (
-    TRAINER, condition, create, events_of, get_trainjob, https_client, job_pods, launcher_of, pod_log,
-    resource_version, terminations, trainjob, wait_finished, wait_for,
-)
-
 from mpijob.store import supervisor
 from mpijob.store.home import Home
+
+from support import (
+    TRAINER,
+    condition,
+    create,
+    events_of,
+    get_trainjob,
+    https_client,
+    job_pods,
+    launcher_of,
+    pod_log,
+    resource_version,
+    terminations,
+    trainjob,
+    wait_finished,
+    wait_for,
+)
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
@@ -147,8 +159,11 @@ def test_queue_state_survives_kill_9(servers: Any) -> None:
     info = servers.start("queue-restart", env=env)
     with https_client(info.kubeconfig) as c:
         create(c, gpu_job("q-holder", 1, "sleep 6"))
-        wait_for(lambda: (lambda pods: len(pods) == 2 and all(p.get("status", {}).get("startTime") for p in pods)
-                          or None)(job_pods(c, "q-holder")), "holder running")  # started, not only created
+        def holder_started() -> list[dict] | None:  # started, not only created
+            pods = job_pods(c, "q-holder")
+            return pods if len(pods) == 2 and all(p.get("status", {}).get("startTime") for p in pods) else None
+
+        wait_for(holder_started, "holder running")
         create(c, gpu_job("q-waiter", 1, "echo waited"))
         wait_for(lambda: any_condition(workload(c, "q-waiter"), "QuotaReserved"), "waiter pending")
         assert job_pods(c, "q-waiter") == []

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from support import kubectl_runner, wait_for
 
 GPU = "nvidia.com/gpu"
@@ -63,7 +64,11 @@ def described(kc: Kubectl, name: str) -> dict[str, tuple[str, str]]:
 
 
 def shows(kc: Kubectl, name: str, want: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
-    return wait_for(lambda: (lambda now: now if now == want else None)(described(kc, name)),
+    def shown() -> dict[str, tuple[str, str]] | None:
+        now = described(kc, name)
+        return now if now == want else None
+
+    return wait_for(shown,
                     f"kubectl describe quota {name} to show {want}", timeout=30)
 
 

@@ -21,17 +21,30 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support import (
-    TRAINER, condition, create, events_of, job_dirs, job_pods, job_processes, launcher_of, pod_log, trainjob,
-    wait_finished, wait_for, wait_launcher, wait_log, wait_no_processes,
-)
-
 from mpijob.api import Obj
 from mpijob.api.kueue.adapters import workload_name
 from mpijob.api.resources import TRAINJOBS, WORKLOADS, Resource
 from mpijob.controllers import conditions as cond
 from mpijob.store.objects import Store
 from mpijob.store.supervisor import ServerInfo
+
+from support import (
+    TRAINER,
+    condition,
+    create,
+    events_of,
+    job_dirs,
+    job_pods,
+    job_processes,
+    launcher_of,
+    pod_log,
+    trainjob,
+    wait_finished,
+    wait_for,
+    wait_launcher,
+    wait_log,
+    wait_no_processes,
+)
 
 TICKS = 24
 TICKER = f'for i in $(seq 1 {TICKS}); do echo "rank $OMPI_COMM_WORLD_RANK tick $i"; sleep 0.5; done'
@@ -97,7 +110,7 @@ def test_a_job_that_ended_while_no_server_ran_ends_with_its_real_exit(
     name = "ee-restart-ended"
     info = new_server("restart-ended")
     with connect(info) as c:
-        pods, launcher = _started(c, name, 'echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 2; exit 3', "rank 1 up")
+        pods, _ = _started(c, name, 'echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 2; exit 3', "rank 1 up")
         [job_dir] = job_dirs(info.home, name)
     _kill_server(info)
     launcher_dir = next(d for d in _supervisors(job_dir) if "launcher" in d.parent.name)

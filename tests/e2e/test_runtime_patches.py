@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support import TRAINER, by_role, condition, job_pods, launcher_of, pod_log, trainjob, wait_finished
-
 from mpijob.api import names
+
+from support import TRAINER, by_role, condition, job_pods, launcher_of, pod_log, trainjob, wait_finished
 
 NS = "rp-e2e"
 POD = "trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from support import condition, create, job_dirs, job_pods, launcher_of, pod_log, section, trainjob, wait_finished
 
 SA = "/var/run/secrets/kubernetes.io/serviceaccount"

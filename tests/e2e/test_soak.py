@@ -17,12 +17,21 @@ import time
 from collections.abc import Callable
 
 import httpx
+from mpijob.store.supervisor import ServerInfo
+
 from support import (
-    TRAINER, by_role, condition, create, events_of, job_pods, launcher_of, pod_log, trainjob, wait_finished,
+    TRAINER,
+    by_role,
+    condition,
+    create,
+    events_of,
+    job_pods,
+    launcher_of,
+    pod_log,
+    trainjob,
+    wait_finished,
     wait_no_processes,
 )
-
-from mpijob.store.supervisor import ServerInfo
 
 JOBS = int(os.environ.get("MPIJOB_SOAK_JOBS", "12"))
 KILLS = int(os.environ.get("MPIJOB_SOAK_KILLS", "2"))

@@ -12,14 +12,26 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import httpx
-from support import (
-    TRAINER, condition, create, events_of, get_trainjob, job_pods, pod_log, resource_version, terminations,
-    trainjob, wait_finished, wait_launcher, wait_log, wait_no_processes,
-)
-
 from mpijob.store import supervisor
 from mpijob.store.home import Home
 from mpijob.store.supervisor import ServerInfo
+
+from support import (
+    TRAINER,
+    condition,
+    create,
+    events_of,
+    get_trainjob,
+    job_pods,
+    pod_log,
+    resource_version,
+    terminations,
+    trainjob,
+    wait_finished,
+    wait_launcher,
+    wait_log,
+    wait_no_processes,
+)
 
 SLEEPER = ["mpirun", "bash", "-c", 'echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 60']
 MERGE = {"Content-Type": "application/merge-patch+json"}

@@ -26,12 +26,23 @@ from typing import Any
 
 import httpx
 import pytest
-from support import (
-    TRAINER, by_role, condition, job_dirs, job_pods, job_processes, launcher_of, pod_log, trainjob, two_tenants,
-    wait_finished, wait_for, wait_log,
-)
-
 from mpijob.api.runtimes import bundled
+
+from support import (
+    TRAINER,
+    by_role,
+    condition,
+    job_dirs,
+    job_pods,
+    job_processes,
+    launcher_of,
+    pod_log,
+    trainjob,
+    two_tenants,
+    wait_finished,
+    wait_for,
+    wait_log,
+)
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 UID_RANGE = "openshift.io/sa.scc.uid-range"

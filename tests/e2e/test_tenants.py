@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from support import add_user, kubectl_runner, two_tenants
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]

@@ -12,11 +12,20 @@ import time
 from collections.abc import Callable
 
 import httpx
-from support import (
-    TRAINER, condition, create, get_trainjob, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for,
-)
-
 from mpijob.api.runtimes import bundled
+
+from support import (
+    TRAINER,
+    condition,
+    create,
+    get_trainjob,
+    job_pods,
+    launcher_of,
+    pod_log,
+    trainjob,
+    wait_finished,
+    wait_for,
+)
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 MERGE = {"Content-Type": "application/merge-patch+json"}

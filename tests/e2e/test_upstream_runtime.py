@@ -10,8 +10,18 @@ from collections.abc import Callable
 
 import httpx
 import yaml
+
 from support import (
-    UPSTREAM_TRAINER as UPSTREAM, by_role, condition, create, job_pods, launcher_of, pod_log, trainjob,
+    UPSTREAM_TRAINER as UPSTREAM,
+)
+from support import (
+    by_role,
+    condition,
+    create,
+    job_pods,
+    launcher_of,
+    pod_log,
+    trainjob,
     wait_finished,
 )
 

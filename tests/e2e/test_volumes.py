@@ -15,13 +15,13 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from support import TRAINER, condition, create, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
-
 from mpijob.api import names
 from mpijob.api.runtimes import bundled
 from mpijob.store import supervisor
 from mpijob.store.home import Home
 from mpijob.store.supervisor import ServerInfo
+
+from support import TRAINER, condition, create, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
 
 NS = "vol-e2e"
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -272,7 +272,7 @@ def test_a_namespaced_runtime_with_volumes_runs_and_a_deleted_claim_waits_for_it
     job["spec"]["runtimeRef"] = {"name": "with-data", "kind": "TrainingRuntime", "apiGroup": "trainer.kubeflow.org"}
     create(api, job, NS)
     directory = home / "volumes" / f"pvc-{got['metadata']['uid']}"
-    wait_for(lambda: (directory / "flag").exists(), "the job to write into its claim")
+    wait_for((directory / "flag").exists, "the job to write into its claim")
     r = api.delete(PVCS.format(ns=NS) + "/kept")  # in use: kept, Terminating, until its pods are done
     assert r.status_code == 200 and r.json()["metadata"]["deletionTimestamp"], r.text
     assert api.get(PVCS.format(ns=NS) + "/kept").status_code == 200 and directory.is_dir()
@@ -290,8 +290,8 @@ def test_an_mpijob_mounts_a_claim(api: httpx.Client, kubectl: Kubectl, namespace
     worker = {"name": "mpi-worker", "image": "mpioperator/openmpi", "command": ["/usr/sbin/sshd"],
               "args": ["-De", "-p", "2222"], "volumeMounts": mount}
     launcher = {"name": "mpi-launcher", "image": "mpioperator/openmpi", "volumeMounts": mount,
-                "command": ["bash", "-c", "mpirun -n 2 bash -c 'hostname > ~/data/$OMPI_COMM_WORLD_RANK' && "
-                                          "cat ~/data/0 ~/data/1"]}
+                "command": ["bash", "-c", ("mpirun -n 2 bash -c 'hostname > ~/data/$OMPI_COMM_WORLD_RANK' && "
+                                          "cat ~/data/0 ~/data/1")]}
     volumes = [pvc_volume("mpi-data")]
     manifest = yaml.safe_dump({
         "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "vol-mpijob"},

@@ -16,11 +16,11 @@ from typing import Any
 
 import httpx
 import pytest
-from support import condition, create, https_client, job_pods, trainjob, wait_finished, wait_for
-from typer.testing import CliRunner
-
 from mpijob import Client, Waiting
 from mpijob.cli.main import app
+from typer.testing import CliRunner
+
+from support import condition, create, https_client, job_pods, trainjob, wait_finished, wait_for
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
@@ -119,8 +119,8 @@ def test_a_waiting_job_says_what_it_needs_what_is_free_its_place_and_when(c: htt
     start = datetime.fromisoformat(said["mpijob.io/estimated-start"].replace("Z", "+00:00")).timestamp()
     assert abs(start - (reported + 600)) <= 2  # when the holder said it ends; then the vip and the waiter both fit
 
-    sentence = "needs 2 nvidia.com/gpu, 0 of 4 free in ClusterQueue cluster-queue; 1 job ahead (1 of higher " \
-               "priority); estimated start in ~"
+    sentence = ("needs 2 nvidia.com/gpu, 0 of 4 free in ClusterQueue cluster-queue; 1 job ahead (1 of higher "
+                "priority); estimated start in ~")
     row = next(line for line in cli(server, "get", "trainjobs", "-o", "wide").splitlines() if line.startswith("waiter "))
     assert sentence in row and row.rstrip().endswith(" min"), row
     assert f"Message:          {sentence}" in cli(server, "describe", "trainjob", "waiter")

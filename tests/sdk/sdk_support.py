@@ -6,6 +6,7 @@ from functools import cache
 from typing import Any
 
 import yaml
+
 from support import UPSTREAM
 
 

@@ -8,11 +8,10 @@ import threading
 from typing import Any
 
 import pytest
-from sdk_support import hello
-
 from mpijob import AsyncClient, TrainJob
 from mpijob.sdk.errors import InvalidInput, JobFailed, NotFound, Timeout
 from mpijob.store.supervisor import ServerInfo
+from sdk_support import hello
 
 
 def run(coro: Any) -> Any:

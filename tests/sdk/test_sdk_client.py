@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from sdk_support import hello
-
 from mpijob import Client, TrainJob
 from mpijob.sdk.errors import (
     InvalidInput,
@@ -16,6 +14,7 @@ from mpijob.sdk.errors import (
     Timeout,
 )
 from mpijob.store.supervisor import ServerInfo
+from sdk_support import hello
 
 
 def test_create_get_list_wait_logs_events_delete(client: Client) -> None:

@@ -18,8 +18,6 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
-
 from mpijob import AsyncClient, Client
 from mpijob.api.errors import ApiError, Cause
 from mpijob.cli.exitcodes import Exit, exit_code
@@ -28,6 +26,7 @@ from mpijob.client.errors import Category, category
 from mpijob.client.wait import WaitResult
 from mpijob.sdk import _core, errors
 from mpijob.sdk.errors import sdk_error
+from typer.testing import CliRunner
 
 STATUS_ROWS = [  # (code, reason, message) → the category client-go's rules give it
     (404, "NotFound", 'trainjobs.trainer.kubeflow.org "x" not found', Category.NOT_FOUND),
@@ -56,7 +55,7 @@ class Stub:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 — http.server's name
+            def do_GET(self) -> None:
                 code, reason, message = stub.row
                 body = json.dumps(ApiError(code, reason, message, causes=[Cause("spec.x", "bad")]).to_status()).encode()
                 self.send_response(code)

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from mpijob import AsyncClient, Client, TrainJob
 from mpijob.sdk.errors import Forbidden, MpijobError, NotFound, QuotaExceeded
 from mpijob.store.supervisor import ServerInfo

@@ -6,13 +6,12 @@ import subprocess
 import sys
 
 import jsonschema
-import pytest
-from sdk_support import trainjob_schema
-
 import mpijob
+import pytest
 from mpijob import TrainJob
 from mpijob.client.builder import build_trainjob
 from mpijob.sdk.errors import InvalidInput
+from sdk_support import trainjob_schema
 
 
 def test_to_object_is_an_upstream_trainjob_with_kueue_labels() -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from mpijob.store.supervisor import ServerInfo
 
 

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from mpijob.api import names
 from mpijob.store.history import DAY, History, JobRecord, Query
 

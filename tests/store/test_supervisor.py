@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from mpijob.store import supervisor
 from mpijob.store.home import Home
 

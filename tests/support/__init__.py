@@ -4,9 +4,30 @@ tests/ is on `sys.path` (its conftest.py), so `support` is found by name."""
 
 from support.clients import KUBECTL, ca_context, https_client, kubeconfig_token, kubectl_runner
 from support.jobs import (
-    JOBSET, RJOB, TAG, TRAINER, Obj, by_role, condition, create, events_of, finished, finished_as, get_trainjob,
-    job_pods, job_state, launcher_of, pod_log, resource_version, section, status_code, terminations, trainjob,
-    wait_finished, wait_launcher, wait_log,
+    JOBSET,
+    RJOB,
+    TAG,
+    TRAINER,
+    Obj,
+    by_role,
+    condition,
+    create,
+    events_of,
+    finished,
+    finished_as,
+    get_trainjob,
+    job_pods,
+    job_state,
+    launcher_of,
+    pod_log,
+    resource_version,
+    section,
+    status_code,
+    terminations,
+    trainjob,
+    wait_finished,
+    wait_launcher,
+    wait_log,
 )
 from support.processes import job_dirs, job_processes, sshd_of, wait_no_processes, wait_ranks_seen
 from support.timing import SLOWDOWN, scaled

@@ -13,9 +13,8 @@ from support.clients import kubectl_runner
 
 def add_user(home: Path, name: str) -> Path:
     """`mpijob user add NAME` as the admin: the new user's kubeconfig (the last line it prints)."""
-    from typer.testing import CliRunner
-
     from mpijob.cli.main import app
+    from typer.testing import CliRunner
 
     r = CliRunner().invoke(app, ["user", "add", name], env={"MPIJOB_HOME": str(home), "KUBECONFIG": None})
     assert r.exit_code == 0, r.stderr

@@ -55,7 +55,7 @@ def job(name: str, q: str = "q", *, gpus: int = 1, nodes: int = 1, prio: int = 0
         usage: dict[tuple[str, str], int] = {}
         flavors: dict[str, dict[str, str]] = {}
         for ps in pod_sets:
-            flavors[ps.name] = {r: admitted for r in ps.requests}
+            flavors[ps.name] = dict.fromkeys(ps.requests, admitted)
             for r, v in ps.requests.items():
                 usage[(admitted, r)] = usage.get((admitted, r), 0) + v * ps.count
         admission = Assignment(flavors, usage)

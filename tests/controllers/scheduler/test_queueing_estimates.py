@@ -7,11 +7,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-
 from mpijob.api import Obj
 from mpijob.api import resources as r
 from mpijob.api.kueue.adapters import workload_name
@@ -23,7 +22,7 @@ from mpijob.store.objects import Store
 
 
 def stamp(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @pytest.fixture
@@ -83,8 +82,8 @@ def test_a_waiting_job_is_told_what_it_needs_and_when_the_running_one_says_it_en
     asyncio.run(queueing.cycle())
     annotations = workload(store, waiter)["metadata"]["annotations"]
     assert annotations == {ANNOTATION_WAITING: "needs 2 cpu, 0 of 4 free in ClusterQueue team; first in line"}
-    assert pending_events(store, "waiter") == ["needs 2 cpu, 0 of 4 free in ClusterQueue team; first in line; "
-                                               "no estimate"]
+    assert pending_events(store, "waiter") == [("needs 2 cpu, 0 of 4 free in ClusterQueue team; first in line; "
+                                               "no estimate")]
 
     now = time.time()
     report(store, "running", {"progressPercentage": 50, "estimatedRemainingSeconds": 600, "lastUpdatedTime": stamp(now)})
@@ -92,7 +91,7 @@ def test_a_waiting_job_is_told_what_it_needs_and_when_the_running_one_says_it_en
     waiting = Waiting.of(workload(store, waiter))
     assert waiting is not None and waiting.estimated_start is not None
     assert abs(waiting.estimated_start.timestamp() - (now + 600)) <= 1
-    assert waiting.sentence(datetime.fromtimestamp(now, timezone.utc)).endswith("; estimated start in ~10 min")
+    assert waiting.sentence(datetime.fromtimestamp(now, UTC)).endswith("; estimated start in ~10 min")
     assert len(pending_events(store, "waiter")) == 1  # the reason did not change: no new Event
 
     # a report that moves the end by less than a minute leaves the estimate as it was written

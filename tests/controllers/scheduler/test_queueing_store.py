@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from mpijob.api import Obj
 from mpijob.api import resources as r
 from mpijob.api.kueue.adapters import admission

@@ -1,8 +1,7 @@
 """Gang admission, queue order and queueing strategies."""
 
-from sched_builders import GPU, admitted, job, pending, queue, snap
-
 from mpijob.controllers.kueue.scheduler.cycle import Admit, schedule
+from sched_builders import GPU, admitted, job, pending, queue, snap
 
 
 def test_all_or_nothing_admits_no_part_of_a_job_that_does_not_fit():

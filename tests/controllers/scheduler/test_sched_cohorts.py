@@ -1,8 +1,7 @@
 """Cohorts: borrowing up to borrowingLimit, lending up to lendingLimit, and reclaiming lent quota."""
 
-from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
-
 from mpijob.controllers.kueue.scheduler.cycle import Admit, Preempt, queue_usage, schedule
+from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
 
 def test_borrow_unused_quota_of_the_cohort():

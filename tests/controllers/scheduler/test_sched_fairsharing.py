@@ -1,8 +1,7 @@
 """Fair sharing between ClusterQueues of a cohort: dominant resource share by weight."""
 
-from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
-
 from mpijob.controllers.kueue.scheduler.cycle import Preempt, schedule, weighted_shares
+from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
 
 def teams(wa: float = 1.0, wb: float = 1.0, **kw):

@@ -2,14 +2,13 @@
 
 import time
 
-from sched_builders import FLAVOR, GPU, admitted, job, pending, queue, snap
-
 from mpijob.controllers.kueue.scheduler.cycle import (
     never_fits,
     positions,
     queue_usage,
     schedule,
 )
+from sched_builders import FLAVOR, GPU, admitted, job, pending, queue, snap
 
 
 def test_never_fits_over_nominal_without_cohort():

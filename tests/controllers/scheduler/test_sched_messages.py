@@ -2,11 +2,10 @@
 
 from dataclasses import replace
 
-from sched_builders import GPU, job, pending, queue, snap
-
 from mpijob.api.kueue import messages as msg
 from mpijob.api.kueue.snapshot import PodSet
 from mpijob.controllers.kueue.scheduler.cycle import schedule
+from sched_builders import GPU, job, pending, queue, snap
 
 
 def test_quantities_print_as_kubernetes_does():

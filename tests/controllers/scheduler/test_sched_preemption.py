@@ -1,8 +1,7 @@
 """Preemption within a ClusterQueue: policies, candidate order, minimal victim sets, no double-booking."""
 
-from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
-
 from mpijob.controllers.kueue.scheduler.cycle import Preempt, schedule
+from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
 
 def q(policy: str = "LowerPriority", gpus: int = 8, **kw):

@@ -2,9 +2,8 @@
 
 from dataclasses import replace
 
-from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
-
 from mpijob.controllers.kueue.scheduler.cycle import Preempt, schedule
+from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
 
 def test_hold_admits_nothing_new_and_keeps_running_workloads():

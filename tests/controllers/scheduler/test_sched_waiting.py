@@ -4,13 +4,12 @@ snapshot, the cycle's decisions and what is known of run times). Each blocker, t
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timezone
-
-from sched_builders import FLAVOR, GPU, job, pending, queue, snap
+from datetime import UTC, datetime
 
 from mpijob.api.kueue.snapshot import PodSet, Snapshot, StopPolicy
 from mpijob.controllers.kueue.scheduler.cycle import schedule
 from mpijob.controllers.kueue.scheduler.waiting import MAX_REPLAYED, Timing, explain
+from sched_builders import FLAVOR, GPU, job, pending, queue, snap
 
 NOW = 1_000_000.0
 UNKNOWN = Timing({}, {})
@@ -66,24 +65,24 @@ def test_best_effort_lets_a_smaller_job_by_but_strict_fifo_does_not() -> None:
     timing = Timing({"default/a": NOW + 60, "default/b": NOW + 600}, {"default/big": 100})
     assert why(snap([queue("gpu", {GPU: 4})], jobs), timing)["small"][1] == 60
     strict = why(snap([queue("gpu", {GPU: 4}, strategy="StrictFIFO")], jobs), timing)
-    assert strict["small"] == ("needs 2 nvidia.com/gpu, 0 of 4 free in ClusterQueue gpu; Waiting behind default/big "
-                               "in StrictFIFO ClusterQueue gpu (position 1); 1 job ahead", 700)  # after big's 100 s
+    assert strict["small"] == (("needs 2 nvidia.com/gpu, 0 of 4 free in ClusterQueue gpu; Waiting behind default/big "
+                               "in StrictFIFO ClusterQueue gpu (position 1); 1 job ahead"), 700)  # after big's 100 s
 
 
 def test_more_than_the_queue_could_ever_give() -> None:
     s = snap([queue("team-a", {GPU: 24})], [job("huge", "team-a", gpus=8, nodes=4)])
     assert why(s)["huge"] == (
-        "needs 32 nvidia.com/gpu, 24 of 24 free in ClusterQueue team-a; nvidia.com/gpu requested 32, but ClusterQueue "
+        ("needs 32 nvidia.com/gpu, 24 of 24 free in ClusterQueue team-a; nvidia.com/gpu requested 32, but ClusterQueue "
         "team-a can never provide more than 24 (nominal quota plus what it may borrow); request at most 24 "
-        "nvidia.com/gpu or raise the ClusterQueue's quota; first in line", None)
+        "nvidia.com/gpu or raise the ClusterQueue's quota; first in line"), None)
 
 
 def test_cohort_other_queues_hold_its_quota_or_it_may_borrow() -> None:
     a, b = queue("a", {GPU: 4}, cohort="research"), queue("b", {GPU: 4}, cohort="research")
     lent = snap([a, b], [job("greedy", "b", gpus=7, admitted=FLAVOR), job("mine", "a", gpus=4, t=5)])
     assert why(lent, Timing({"default/greedy": NOW + 30}, {}))["mine"] == (
-        "needs 4 nvidia.com/gpu, 1 of 4 free in ClusterQueue a (3 of its quota in use by other queues of cohort "
-        "research); first in line", 30)
+        ("needs 4 nvidia.com/gpu, 1 of 4 free in ClusterQueue a (3 of its quota in use by other queues of cohort "
+        "research); first in line"), 30)
     small = queue("a", {GPU: 2}, cohort="research")
     borrow = snap([small, b], [job("own", "a", gpus=2, admitted=FLAVOR), job("more", "a", gpus=5, t=5)])
     assert why(borrow)["more"][0] == ("needs 5 nvidia.com/gpu, 4 free to ClusterQueue a (0 of its own 2 and 4 to "
@@ -102,8 +101,8 @@ def test_stopped_and_inactive_queues_and_a_missing_local_queue_have_no_estimate(
         assert ("stopped (stopPolicy Hold)" in reason) != ("inactive: ResourceFlavor gone not found" in reason), reason
     lost = replace(job("lost", "", gpus=2), cluster_queue="", local_queue="nope")
     assert why(snap([queue("gpu", {GPU: 4})], [lost]))["lost"] == (
-        "needs 2 nvidia.com/gpu; LocalQueue nope not found in namespace default; create it or set the "
-        "kueue.x-k8s.io/queue-name label to an existing LocalQueue", None)
+        ("needs 2 nvidia.com/gpu; LocalQueue nope not found in namespace default; create it or set the "
+        "kueue.x-k8s.io/queue-name label to an existing LocalQueue"), None)
 
 
 def test_a_preemption_under_way_says_so_and_starts_once_the_victims_are_gone() -> None:
@@ -114,8 +113,8 @@ def test_a_preemption_under_way_says_so_and_starts_once_the_victims_are_gone() -
     (w,) = explain(after, decisions, UNKNOWN, NOW).values()
     assert w.reason == ("needs 4 nvidia.com/gpu, 4 of 4 free in ClusterQueue gpu; Preempting 1 workload(s) to make "
                         "room in ClusterQueue gpu; starts once they have stopped; first in line")
-    assert w.estimated_start == datetime.fromtimestamp(NOW, timezone.utc)
-    assert w.sentence(datetime.fromtimestamp(NOW, timezone.utc)).endswith("; estimated start in <1 min")
+    assert w.estimated_start == datetime.fromtimestamp(NOW, UTC)
+    assert w.sentence(datetime.fromtimestamp(NOW, UTC)).endswith("; estimated start in <1 min")
 
 
 def test_only_so_many_in_a_queue_get_an_estimate() -> None:
@@ -124,5 +123,5 @@ def test_only_so_many_in_a_queue_get_an_estimate() -> None:
     durations = {w.key: 1.0 for w in waiting}
     said = why(s, Timing({"default/holder": NOW + 1}, durations))
     assert said["w000"][1] == 1 and said[f"w{MAX_REPLAYED - 1:03}"][1] == MAX_REPLAYED
-    assert said[f"w{MAX_REPLAYED:03}"] == ("needs 1 nvidia.com/gpu, 0 of 1 free in ClusterQueue gpu; "
-                                           f"{MAX_REPLAYED} jobs ahead", None)
+    assert said[f"w{MAX_REPLAYED:03}"] == (("needs 1 nvidia.com/gpu, 0 of 1 free in ClusterQueue gpu; "
+                                           f"{MAX_REPLAYED} jobs ahead"), None)
