@@ -17,10 +17,11 @@ from mpijob.api.errors import ApiError
 from mpijob.api.kueue import owners
 from mpijob.api.quantity import parse_quantity
 from mpijob.api.resources import MPIJOBS, TRAINJOBS
+from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers import conditions as cond
 from mpijob.controllers.claims import Claims
 from mpijob.controllers.kubelet import capacity, gc, network, node, pods
-from mpijob.controllers.kubelet.sandbox import NAMESPACE, check_mode, detect_mode
+from mpijob.controllers.kubelet.sandbox import check_mode, detect_mode
 from mpijob.controllers.kueue.integrations import Integration, Integrations
 from mpijob.controllers.kueue.queueing import Queueing
 from mpijob.controllers.metrics import Metrics
@@ -77,7 +78,8 @@ class Manager:
         if killed := gc.kill_leftovers(self.cluster_id, keep):
             log.warning("killed %d processes left by a previous server", killed)
         keep_networks = {network.namespace_name(self.cluster_id, r.plan.uid) for r in runs}
-        if self.sandbox_mode == NAMESPACE and (networks := network.remove_leftovers(self.cluster_id, keep_networks)):
+        if self.sandbox_mode == SandboxMode.NAMESPACE and (
+                networks := network.remove_leftovers(self.cluster_id, keep_networks)):
             log.warning("removed %d job networks left by a previous server", networks)
         self.claims.recover()
         self.trainjobs.accounting.recover(self.store)

@@ -8,10 +8,19 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+from collections.abc import Callable
+from functools import cache, partial
 from typing import Any
 
-from mpijob.api import Obj, names, patches, rbac, scc, validation
-from mpijob.api.errors import ApiError, bad_request, invalid
+from mpijob.api import Obj, mpi_impl, names, netpol, patches, quota, rbac, scc, scc_crd, support, validation, volumes
+from mpijob.api.errors import ApiError, Cause, bad_request, invalid
+from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, workload
+from mpijob.api.kueue.fit import never_fits  # the scheduler's own answer, on the controllers' snapshot
+from mpijob.api.mpioperator import naming
+from mpijob.api.mpioperator.convert import convert
+from mpijob.api.names import LABEL_QUEUE_NAME
+from mpijob.api.openapi import unknown_field_locations
+from mpijob.api.plan import RunPlan, resolve
 from mpijob.api.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     LIMIT_RANGES,
@@ -23,7 +32,10 @@ from mpijob.api.resources import (
     TRAINJOBS,
     Resource,
 )
+from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.api.trainjob import check_runtime_ref
+from mpijob.server import openapi
+from mpijob.server.ports import Controllers
 from mpijob.store.objects import Store
 
 
@@ -72,12 +84,16 @@ def check_name(obj: Obj, url_name: str | None = None) -> str:
 
 
 def check_references(store: Store, res: Resource, obj: dict[str, Any], user: rbac.User,
-                     sandbox_mode: str = "") -> None:
+                     sandbox_mode: SandboxMode | None, controllers: Controllers) -> None:
     """A new TrainJob must name a runtime that exists and that the local cluster can run in its sandbox
-    (`sandbox_mode`, the controllers') (422), whose pods `user` may run (403) and that fits its namespace's
-    quota and its ClusterQueue (403); a new MPIJob must fit its ClusterQueue (403)."""
+    (`sandbox_mode`, the controllers'; None without them) (422), whose pods `user` may run (403) and that
+    fits its namespace's quota and its ClusterQueue (403); a new MPIJob must fit its ClusterQueue (403).
+
+    The job's run plan is resolved once, when a check first needs it, and every check reads that one plan
+    (a frozen `RunPlan`, whose pod specs none of them changes); a runtime that cannot run raises its 422
+    from the first check that asks, as it would from a fresh resolve there."""
     if res.key == MPIJOBS.key:
-        check_mpijob_fits(store, obj)
+        check_mpijob_fits(store, obj, controllers)
     if res is not TRAINJOBS:
         return
     ref = obj.get("spec", {}).get("runtimeRef", {})
@@ -89,42 +105,35 @@ def check_references(store: Store, res: Resource, obj: dict[str, Any], user: rba
     available = [] if runtime else [r["metadata"]["name"] for r in store.list(kind, ns or None)[0]]
     check_runtime_ref(obj, runtime, available)
     assert runtime is not None
-    check_mpi_install(obj, runtime, sandbox_mode)
-    check_volumes(obj, runtime, sandbox_mode)
+    candidate = _candidate(obj)
+    plan = cache(partial(resolve, candidate, runtime))
+    check_mpi_install(obj, runtime, sandbox_mode, controllers)
+    check_volumes(obj, runtime, plan, sandbox_mode)
     if causes := patches.runtime_causes(obj, runtime):  # Trainer's webhook, with the runtime in hand
         raise invalid(res.kind, obj["metadata"].get("name", ""), causes, res.group)
-    check_security(store, obj, runtime, user)
-    check_quota(store, obj, runtime)
-    check_fits(store, obj, runtime)
+    check_security(store, plan(), user, controllers)
+    check_quota(store, obj, plan(), controllers)
+    check_fits(store, candidate, plan(), controllers)
 
 
-def check_mpi_install(trainjob: dict[str, Any], runtime: dict[str, Any], sandbox_mode: str = "") -> None:
+def check_mpi_install(trainjob: dict[str, Any], runtime: dict[str, Any], sandbox_mode: SandboxMode | None,
+                      controllers: Controllers) -> None:
     """Refuse (422) a TrainJob whose runtime's MPI implementation has no install on this machine, or cannot
     run in the controllers' sandbox (`mpijob.controllers.kubelet.mpi_installs`), rather than let its mpirun
     fail once it runs."""
-    from mpijob.api import mpi_impl
-    from mpijob.api.errors import Cause, invalid
-    from mpijob.controllers.kubelet import mpi_installs
-    from mpijob.controllers.kubelet.sandbox import PROCESS
-
-    impl = mpi_impl.of_runtime(runtime)
-    why = mpi_installs.missing(impl) or mpi_installs.sandbox_refusal(impl, process_sandbox=sandbox_mode == PROCESS)
-    if why:
+    if why := controllers.mpi_refusal(mpi_impl.of_runtime(runtime), sandbox_mode):
         ref = trainjob.get("spec", {}).get("runtimeRef", {}).get("name", "")
         raise invalid("TrainJob", trainjob["metadata"].get("name", ""),
                       [Cause("spec.runtimeRef.name", f'Invalid value: "{ref}": {why}')], names.TRAINER_GROUP)
 
 
-def check_volumes(trainjob: dict[str, Any], runtime: dict[str, Any], sandbox_mode: str) -> None:
+def check_volumes(trainjob: dict[str, Any], runtime: dict[str, Any], plan: Callable[[], RunPlan],
+                  sandbox_mode: SandboxMode | None) -> None:
     """Refuse (422) a TrainJob whose pods ask for volumes when the controllers run the process sandbox, which
-    cannot mount them (docs/volumes.md), naming where they come from: its runtime, or its patches."""
-    from mpijob.api import volumes
-    from mpijob.api.errors import Cause
-    from mpijob.api.plan import resolve
-    from mpijob.controllers.kubelet.sandbox import PROCESS
-
-    if sandbox_mode != PROCESS or not any(volumes.has_volumes(p.pod_spec)
-                                          for p in resolve(_candidate(trainjob), runtime).pods):
+    cannot mount them (docs/volumes.md), naming where they come from: its runtime, or its patches. `plan`
+    gives the job's plan, resolved only in the process sandbox; a refusal resolves the job once more
+    without its patches, to say which."""
+    if sandbox_mode != SandboxMode.PROCESS or not any(volumes.has_volumes(p.pod_spec) for p in plan().pods):
         return
     unpatched = {**trainjob, "spec": {k: v for k, v in trainjob.get("spec", {}).items() if k != "runtimePatches"}}
     own = any(volumes.has_volumes(p.pod_spec) for p in resolve(_candidate(unpatched), runtime).pods)
@@ -139,37 +148,31 @@ def _candidate(trainjob: dict[str, Any]) -> dict[str, Any]:
     return {**trainjob, "metadata": {**trainjob["metadata"], "uid": trainjob["metadata"].get("uid", "new")}}
 
 
-def check_security(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any], user: rbac.User) -> None:
+def check_security(store: Store, plan: RunPlan, user: rbac.User, controllers: Controllers) -> None:
     """OpenShift's SCC admission of the job's pods, in advance (`mpijob.controllers.scc`): refuse (403) a
     TrainJob whose launcher or nodes would run as an identity neither `user` nor the pod's ServiceAccount
     may use, such as root or another namespace's UID, before anything is created."""
-    from mpijob.api.plan import resolve
-    from mpijob.controllers.scc import admit
-
-    admit(store, resolve(_candidate(trainjob), runtime), user)
+    controllers.admit_pods(store, plan, user)
 
 
-def check_quota(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any]) -> None:
+def check_quota(store: Store, trainjob: dict[str, Any], plan: RunPlan, controllers: Controllers) -> None:
     """LimitRanger and ResourceQuota admission over the whole job (`mpijob.api.quota`): refuse (403) a
-    TrainJob whose pods break the namespace's LimitRanges, or that would take its namespace past a
-    ResourceQuota, counted against what the namespace's other TrainJobs use
+    TrainJob whose pods (its `plan`'s) break the namespace's LimitRanges, or that would take its namespace
+    past a ResourceQuota, counted against what the namespace's other TrainJobs use
     (`mpijob.controllers.quota.namespace_usage`), before anything is created.
 
     No lock is needed: the server answers requests on one event loop, and nothing between this check
     and the store's write of the TrainJob awaits (`routes/crud.create`), so two creates cannot both be
     counted against the same usage. Keep it that way: an `await` between the two would open the race."""
-    from mpijob.api import quota
-    from mpijob.controllers.quota import namespace_usage, plan_pods
-
     ns = trainjob["metadata"].get("namespace") or "default"
     ranges = store.list(LIMIT_RANGES, ns)[0]
     resource_quotas = [q for q in store.list(RESOURCE_QUOTAS, ns)[0] if quota.constrains(q)]
     if not ranges and not resource_quotas:
         return
-    pods = plan_pods(trainjob, runtime, ranges)
+    pods = [p.resources for p in controllers.with_limit_ranges(plan, ranges).pods]
     why = quota.limit_violations(pods, ranges)
     if not why and resource_quotas:
-        refusal = quota.check(resource_quotas, namespace_usage(store, ns, ranges), pods)
+        refusal = quota.check(resource_quotas, controllers.namespace_usage(store, ns, ranges), pods)
         why = [refusal] if refusal else []
     if why:
         name = trainjob["metadata"]["name"]
@@ -177,42 +180,31 @@ def check_quota(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any])
                        name, names.TRAINER_GROUP, TRAINJOBS.plural)
 
 
-def check_fits(store: Store, trainjob: dict[str, Any], runtime: dict[str, Any]) -> None:
-    """Refuse (403, "exceeded quota") a job its ClusterQueue could never admit, before anything exists."""
-    from mpijob.api.plan import resolve
-    from mpijob.controllers.kueue.workloads import render_workload
-
-    candidate = _candidate(trainjob)
-    plan = resolve(candidate, runtime)
-    _refuse_never_fitting(store, TRAINJOBS, candidate, render_workload(store, candidate, plan, {}))
+def check_fits(store: Store, candidate: dict[str, Any], plan: RunPlan, controllers: Controllers) -> None:
+    """Refuse (403, "exceeded quota") a TrainJob (`candidate`: `_candidate`'s) its ClusterQueue could never
+    admit, before anything exists."""
+    rendered = controllers.render_workload(store, candidate, plan, {})
+    _refuse_never_fitting(store, TRAINJOBS, candidate, rendered, controllers)
 
 
-def check_mpijob_fits(store: Store, job: dict[str, Any]) -> None:
+def check_mpijob_fits(store: Store, job: dict[str, Any], controllers: Controllers) -> None:
     """Refuse (403, "exceeded quota") an MPIJob its ClusterQueue could never admit, as a TrainJob is, its
     Workload made as the MPI Operator controller will make it (`controllers/mpioperator`)."""
-    from mpijob.api.mpioperator import naming
-    from mpijob.api.mpioperator.convert import convert
-    from mpijob.api.plan import resolve
-    from mpijob.controllers.kueue.workloads import render_workload
-
     candidate = _candidate(job)
     form = convert(candidate, always_runtime=True)
     plan = naming.rename(resolve({**form.trainjob, "metadata": {**form.trainjob["metadata"], **candidate["metadata"]}},
                                  form.runtime or {}))
-    _refuse_never_fitting(store, MPIJOBS, candidate, render_workload(store, candidate, plan, {}))
+    rendered = controllers.render_workload(store, candidate, plan, {})
+    _refuse_never_fitting(store, MPIJOBS, candidate, rendered, controllers)
 
 
-def _refuse_never_fitting(store: Store, res: Resource, job: dict[str, Any], rendered: Obj) -> None:
+def _refuse_never_fitting(store: Store, res: Resource, job: dict[str, Any], rendered: Obj,
+                          controllers: Controllers) -> None:
     """Kueue's scheduler asked in advance whether the job's Workload (`rendered`) could ever be admitted."""
-    from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, workload
-    from mpijob.api.kueue.fit import never_fits  # the scheduler's own answer; then the store reads
-    from mpijob.api.names import LABEL_QUEUE_NAME as QUEUE_LABEL
-    from mpijob.controllers.kueue.workloads import build_snapshot, local_queue_map
-
-    wl = workload(rendered, local_queue_map(store))
-    if not wl.cluster_queue and QUEUE_LABEL not in (job["metadata"].get("labels") or {}):
+    wl = workload(rendered, controllers.local_queues(store))
+    if not wl.cluster_queue and LABEL_QUEUE_NAME not in (job["metadata"].get("labels") or {}):
         wl = dataclasses.replace(wl, cluster_queue=DEFAULT_CLUSTER_QUEUE)  # its LocalQueue is made on demand
-    snap = build_snapshot(store)
+    snap = controllers.snapshot(store)
     if wl.cluster_queue and wl.cluster_queue in snap.cluster_queues and (why := never_fits(snap, wl)):
         raise ApiError(403, "Forbidden", f'{res.group_resource} "{job["metadata"]["name"]}" is '
                        f"forbidden: exceeded quota: {why}", job["metadata"]["name"], res.group, res.plural)
@@ -231,28 +223,23 @@ def admit(res: Resource, obj: Obj, old: Obj | None) -> Obj:
     return validation.admit(res, obj, old)
 
 
-def warnings(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None, sandbox_mode: str) -> list[str]:
+def warnings(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None, sandbox_mode: SandboxMode | None,
+             controllers: Controllers) -> list[str]:
     """What kube-apiserver would send as `Warning` headers for a write: the fields the local cluster
     accepts but that have no effect here (`mpijob.api.support`), and what its network does otherwise
     than a NetworkPolicy asks (`mpijob.api.netpol`, which depends on the controllers' `sandbox_mode`);
     none for a status-only write."""
-    from mpijob.api.support import check, desired_changed
-
     if res.group == names.MPI_OPERATOR_GROUP and res.kind == names.MPIJOB_KIND:  # as for a deprecated version
-        return [names.MPIJOB_DEPRECATED, *(check(res.kind, obj).warnings if desired_changed(obj, old) else [])]
-    if not desired_changed(obj, old):
+        changed = support.desired_changed(obj, old)
+        return [names.MPIJOB_DEPRECATED, *(support.check(res.kind, obj).warnings if changed else [])]
+    if not support.desired_changed(obj, old):
         return []
     if res.group == names.SECURITY_GROUP:
-        from mpijob.api import scc_crd
-
         return scc_crd.warnings(obj)
     if res is NETWORK_POLICIES:
-        from mpijob.api import netpol
-        from mpijob.controllers.kubelet.network import SERVICE_IP, SERVICE_PORT
-        from mpijob.controllers.kubelet.sandbox import PROCESS
-
-        return netpol.warnings(obj, (SERVICE_IP, SERVICE_PORT), shared_network=sandbox_mode == PROCESS)
-    return check(res.kind, obj).warnings
+        return netpol.warnings(obj, controllers.kubernetes_service,
+                               shared_network=sandbox_mode == SandboxMode.PROCESS)
+    return support.check(res.kind, obj).warnings
 
 
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
@@ -263,15 +250,12 @@ def unknown_fields(res: Resource, obj: dict[str, Any], mode: str | None) -> list
     their structural schema, which refuses unknown fields, in `admit`): `Strict` (what kubectl sends)
     refuses a body with fields the kind does not have, `Warn` (the default) and `Ignore` drop them, Warn
     with a warning each. Returns the warnings."""
-    from mpijob.api.openapi import unknown_field_locations as find
-    from mpijob.server import openapi
-
     mode = mode or "Warn"
     if mode not in FIELD_VALIDATION:
         raise bad_request(f'invalid fieldValidation "{mode}": use one of {", ".join(FIELD_VALIDATION)}')
     if not res.builtin:
         return []
-    located = find(openapi.v2_shared(), res.group, res.version, res.kind, obj)
+    located = unknown_field_locations(openapi.v2_shared(), res.group, res.version, res.kind, obj)
     unknown = [shown for shown, _ in located]
     if unknown and mode == "Strict":
         said = ", ".join(f'unknown field "{u}"' for u in unknown)

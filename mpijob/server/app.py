@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from mpijob.api.errors import ApiError
-from mpijob.server import admission, bootstrap, openapi
+from mpijob.server import admission, bootstrap, openapi, ports
 from mpijob.server.audit import AuditMiddleware
 from mpijob.server.auth import BearerAuth
 from mpijob.server.authz import Authorize
@@ -45,17 +45,14 @@ def create_app(home: Home) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = Store(home.db)
-        cluster = Cluster(home=home, store=store)
+        controllers = ports.connect()  # the controllers' code the server calls, loaded once here
+        cluster = Cluster(home=home, store=store, controllers=controllers)
         app.state.cluster = cluster
         admission.warm()
         bootstrap.run(store, home.ca_pem())
-        from mpijob.controllers.metrics import Metrics
-
-        cluster.metrics = Metrics(store, cluster.logs)  # this server's registry, served at /metrics
+        cluster.metrics = controllers.metrics(store, cluster.logs)  # this server's registry, served at /metrics
         if controllers_enabled():
-            from mpijob.controllers.manager import Manager
-
-            cluster.manager = Manager(store, cluster.logs, home, cluster.metrics)
+            cluster.manager = controllers.manager(store, cluster.logs, home, cluster.metrics)
             await cluster.manager.start()
             cluster.sandbox_mode = cluster.manager.sandbox_mode
         drain = False

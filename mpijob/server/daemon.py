@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mpijob._version import __version__
+from mpijob.api import sandbox_mode
 from mpijob.store.home import Home
 from mpijob.store.supervisor import ServerError
 
@@ -86,7 +87,7 @@ async def _serve(server: Any, sock: Any, home: Home, url: str) -> None:
     while not server.started and not task.done():
         await asyncio.sleep(0.02)
     if server.started:
-        mode = server.config.app.state.cluster.sandbox_mode
+        mode = server.config.app.state.cluster.sandbox_mode or sandbox_mode.NONE
         _write_json(home.state_file, {"pid": os.getpid(), "url": url, "sandbox_mode": mode,
                                       "version": __version__, "kubeconfig": str(home.kubeconfig),
                                       "auditLog": str(home.audit_log)})

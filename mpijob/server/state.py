@@ -1,4 +1,5 @@
-"""What every request handler shares: the store, the log store, the home and the stop signal."""
+"""What every request handler shares: the store, the log store, the home, the stop signal and the
+controllers' code (`ports.py`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mpijob.api.sandbox_mode import SandboxMode
+from mpijob.server.ports import Controllers, connect
 from mpijob.store.home import Home
 from mpijob.store.objects import Store
 
@@ -20,7 +23,8 @@ class Cluster:
     home: Home
     store: Store
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
-    sandbox_mode: str = "none"  # the controllers' sandbox (Manager.sandbox_mode); "none" without them
+    controllers: Controllers = field(default_factory=connect)  # what the server calls of the controllers' code
+    sandbox_mode: SandboxMode | None = None  # the controllers' sandbox (Manager.sandbox_mode); None without them
     manager: Manager | None = None  # the controllers; None when the server runs without them
     metrics: Metrics | None = None  # the server's metrics registry (docs/metrics.md), made at start
     _logs: LogStore | None = None

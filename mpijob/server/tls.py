@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from mpijob.controllers.kubelet.network import SERVICE_IP
+from mpijob.server.ports import kubernetes_service
 from mpijob.store.home import Home
 
 CA_DAYS = 3650
@@ -29,7 +29,7 @@ RENEW_BEFORE = dt.timedelta(days=30)
 # (its ClusterIP and DNS names), which pods reach in their own network (controllers/kubelet/network.py).
 SAN_DNS = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
            "kubernetes.default.svc.cluster.local")
-SAN_IPS = ("127.0.0.1", SERVICE_IP)
+SAN_IPS = ("127.0.0.1", kubernetes_service()[0])
 
 
 @dataclass(frozen=True)

@@ -36,11 +36,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpijob.api import mpi_impl, names, tokens
+from mpijob.api import mpi_impl, names, sandbox_mode, tokens
 from mpijob.api.plan import PodPlan, RunPlan
+from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers.kubelet import mpi_installs
 
-NAMESPACE, PROCESS = "namespace", "process"
+NAMESPACE, PROCESS = SandboxMode.NAMESPACE, SandboxMode.PROCESS  # the names the tests import
 SSH_PORT = 2222
 ACCEPTED = "mpijob-key-accepted"
 PROBE_SUBSYSTEM = "mpijob-probe"  # a subsystem no sshd has: the probe's request, refused without a process
@@ -113,23 +114,22 @@ def kubernetes_env(host: str, port: int) -> dict[str, str]:
             f"{prefix}_PROTO": "tcp", f"{prefix}_PORT": str(port), f"{prefix}_ADDR": host}
 
 
-def detect_mode() -> str:
+def detect_mode() -> SandboxMode:
     """`$MPIJOB_SANDBOX` if set, else `namespace` when we are root and unshare works."""
-    forced = os.environ.get("MPIJOB_SANDBOX")
-    if forced in (NAMESPACE, PROCESS):
+    if forced := SandboxMode.parse(os.environ.get(sandbox_mode.ENV)):
         return forced
     if os.geteuid() != 0 or not shutil.which("unshare"):
-        return PROCESS
+        return SandboxMode.PROCESS
     probe = subprocess.run(
         ["unshare", "--mount", "--pid", "--uts", "--fork", "--propagation", "private", "true"],
         capture_output=True, check=False,
     )
-    return NAMESPACE if probe.returncode == 0 else PROCESS
+    return SandboxMode.NAMESPACE if probe.returncode == 0 else SandboxMode.PROCESS
 
 
-def check_mode(mode: str, home: Path) -> None:
+def check_mode(mode: SandboxMode, home: Path) -> None:
     """Refuse, at server start, a set-up whose pods could not start, with the fix."""
-    if mode == NAMESPACE:
+    if mode == SandboxMode.NAMESPACE:
         for what, path in (("MPIJOB_HOME", home), ("the Python environment", Path(sys.prefix))):
             if path.resolve().is_relative_to("/run"):
                 raise RuntimeError(f"{what} ({path}) is under /run, which every pod gets as its own empty "
@@ -164,11 +164,11 @@ class User:
     groups: tuple[int, ...] = ()  # supplementary groups (the pod's fsGroup), listed in the pod's /etc/group
 
 
-def job_user(plan: RunPlan, pod: PodPlan, mode: str) -> User:
+def job_user(plan: RunPlan, pod: PodPlan, mode: SandboxMode) -> User:
     """Who the pod runs as. Namespace mode honours the ids its SCC admission wrote into the plan
     (`api/scc.py`: its namespace's first UID unless it asked for another and may use it); the process
     mode runs everything as the server's own user (the namespaces' ranges are not applied there)."""
-    if mode == PROCESS:
+    if mode == SandboxMode.PROCESS:
         pw = pwd.getpwuid(os.geteuid())
         return User(pw.pw_uid, pw.pw_gid, pw.pw_name, pw.pw_dir)
     uid = pod.run_as_user if pod.run_as_user is not None else 0
@@ -184,7 +184,7 @@ def job_user(plan: RunPlan, pod: PodPlan, mode: str) -> User:
 class JobFiles:
     """The job directory: keys, hostfile, per-pod homes and configs. Mode 0700, keys 0600."""
 
-    def __init__(self, root: Path, mode: str) -> None:
+    def __init__(self, root: Path, mode: SandboxMode) -> None:
         self.root, self.mode = root, mode
         # pod name → the shell lines mounting its volumes in its namespace (`volumes.setup`, namespace mode)
         self.volume_mounts: dict[str, list[str]] = {}
@@ -264,10 +264,11 @@ class JobFiles:
 
     def _ssh_config(self, plan: RunPlan, ips: dict[str, str]) -> str:
         lines = []
-        if self.mode == PROCESS:  # no private /etc/hosts: name → address here instead
+        if self.mode == SandboxMode.PROCESS:  # no private /etc/hosts: name → address here instead
             for pod in plan.pods:
                 lines += [f"Host {pod.host} {pod.hostname}", f"  HostName {ips[pod.hostname]}"]
-        identity = self.keys / "id_rsa" if self.mode == PROCESS else Path(plan.ssh_auth_mount_path) / "id_rsa"
+        keys = self.keys if self.mode == SandboxMode.PROCESS else Path(plan.ssh_auth_mount_path)
+        identity = keys / "id_rsa"
         lines += [
             "Host *",
             "  StrictHostKeyChecking no",
@@ -287,20 +288,20 @@ class JobFiles:
         home = d / "home"
         home.mkdir(parents=True, exist_ok=True)
         os.chown(home, user.uid, user.gid)
-        if self.mode == PROCESS:
+        if self.mode == SandboxMode.PROCESS:
             (d / POD_TMP).mkdir(mode=0o700, exist_ok=True)
             os.chown(d / POD_TMP, user.uid, user.gid)
         own = ips[pod.hostname]
         hosts = ["127.0.0.1 localhost", f"127.0.0.1 {pod.host} {pod.hostname}"]
         hosts += [f"{ips[p.hostname]} {p.host} {p.hostname}" for p in plan.pods if p.hostname != pod.hostname]
         _write(d / "hosts", "\n".join(hosts) + "\n", 0o644)
-        if self.mode == NAMESPACE:
+        if self.mode == SandboxMode.NAMESPACE:
             _write(d / "passwd", _passwd(user), 0o644)
             _write(d / "group", _group(user), 0o644)
             if resolver := _resolver_under_run():  # the pod's own copy, as the kubelet writes one per pod
                 _write(d / "resolv.conf", resolver.read_text(), 0o644)
         if self.runs_sshd(plan, pod) or self.launcher_sshd(plan, pod):
-            if self.mode == PROCESS and os.geteuid() == 0:  # no private /run here: make what sshd needs
+            if self.mode == SandboxMode.PROCESS and os.geteuid() == 0:  # no private /run here: make what sshd needs
                 os.makedirs(PRIVSEP_DIR, mode=0o755, exist_ok=True)
             _write(d / "sshd_config", self._sshd_config(plan, user, own, session_env,
                                                         self.launcher_sshd(plan, pod)), 0o600)
@@ -314,17 +315,17 @@ class JobFiles:
     def runs_sshd(self, plan: RunPlan, pod: PodPlan) -> bool:
         """Node pods run our managed sshd; in process mode the launcher too when it is a host,
         because without a private /etc/hosts Open MPI cannot tell that host is itself."""
-        return pod.runs_sshd or (self.mode == PROCESS and pod.is_launcher and pod.in_hostfile)
+        return pod.runs_sshd or (self.mode == SandboxMode.PROCESS and pod.is_launcher and pod.in_hostfile)
 
     def launcher_sshd(self, plan: RunPlan, pod: PodPlan) -> bool:
         """In namespace mode, a launcher that is a host runs an sshd beside its command when its MPI reaches
         every host over ssh, itself included (`Implementation.ssh_to_itself`)."""
-        return (self.mode == NAMESPACE and pod.is_launcher and pod.in_hostfile
+        return (self.mode == SandboxMode.NAMESPACE and pod.is_launcher and pod.in_hostfile
                 and mpi_impl.IMPLEMENTATIONS[plan.mpi_implementation].ssh_to_itself)
 
     def _sshd_config(self, plan: RunPlan, user: User, ip: str, session_env: dict[str, str],
                      loopback: bool = False) -> str:
-        keys = self.keys if self.mode == PROCESS else Path(plan.ssh_auth_mount_path)
+        keys = self.keys if self.mode == SandboxMode.PROCESS else Path(plan.ssh_auth_mount_path)
         setenv = " ".join(f'{k}="{_sshd_quote(v)}"' for k, v in session_env.items())
         lines = [
             f"ListenAddress {ip}:{SSH_PORT}",
@@ -353,7 +354,7 @@ class JobFiles:
         """The command line that starts the pod in its sandbox (in the cgroups whose `cgroup.procs` are given)."""
         d = self.pod_dir(pod)
         run_sshd = self.runs_sshd(plan, pod)
-        if self.mode == PROCESS:
+        if self.mode == SandboxMode.PROCESS:
             if run_sshd and not pod.is_launcher:
                 return self.sshd_argv(pod)
             return ["env", "-i", *(f"{k}={v}" for k, v in env.items()), *_in_working_dir(pod, command)]

@@ -18,16 +18,17 @@ from pathlib import Path
 
 from mpijob.api import names, tokens
 from mpijob.api.plan import PodPlan, RunPlan
+from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers.kubelet.network import SERVICE_IP, SERVICE_PORT
-from mpijob.controllers.kubelet.sandbox import PROCESS, JobFiles
+from mpijob.controllers.kubelet.sandbox import JobFiles
 
 
-def api_address(mode: str, api_server: tuple[str, int] | None) -> tuple[str, int] | None:
+def api_address(mode: SandboxMode, api_server: tuple[str, int] | None) -> tuple[str, int] | None:
     """Where a pod reaches the API server: the `kubernetes` Service in its own network, or (process
     sandbox) the server's own address; None without a server."""
     if api_server is None:
         return None
-    return api_server if mode == PROCESS else (SERVICE_IP, SERVICE_PORT)
+    return api_server if mode == SandboxMode.PROCESS else (SERVICE_IP, SERVICE_PORT)
 
 
 def status_url(address: tuple[str, int] | None, plan: RunPlan) -> str:
@@ -43,7 +44,8 @@ def env(url: str, files: JobFiles, pod: PodPlan) -> dict[str, str]:
     or where they are in the process sandbox."""
     if not url:
         return {}
-    where = files.trainer_status_dir(pod) if files.mode == PROCESS else Path(names.TRAINER_STATUS_MOUNT_PATH)
+    process = files.mode == SandboxMode.PROCESS
+    where = files.trainer_status_dir(pod) if process else Path(names.TRAINER_STATUS_MOUNT_PATH)
     return {names.ENV_TRAINER_SERVER_URL: url,
             names.ENV_TRAINER_SERVER_CA_CERT: str(where / tokens.CA_FILE),
             names.ENV_TRAINER_SERVER_TOKEN: str(where / names.TRAINER_STATUS_TOKEN_FILE)}

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from mpijob.api import Obj
 from mpijob.api.mpi_impl import Implementation
 from mpijob.api.plan import PodPlan, RunPlan
+from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers.kubelet import mpi_installs, trainer_status
 from mpijob.controllers.kubelet.sandbox import (
     LOCAL_MCA,
     LOOPBACK_MCA,
     PRIVATE_SESSION_MCA,
-    PROCESS,
     YIELD_WHEN_IDLE,
     JobFiles,
     User,
@@ -50,7 +50,7 @@ class PodEnv:
 
     def session(self, pod: PodPlan, user: User) -> dict[str, str]:
         """What sshd gives every remote session (ranks, orted): trainer.env reaches every rank."""
-        identity = {**self.marker(pod), **({"HOME": user.home} if self.files.mode == PROCESS else {})}
+        identity = {**self.marker(pod), **({"HOME": user.home} if self.files.mode == SandboxMode.PROCESS else {})}
         return self._common(pod, user, self.plan.user_env, identity)
 
     def container(self, pod: PodPlan, user: User, home: str) -> dict[str, str]:
@@ -58,7 +58,7 @@ class PodEnv:
         identity = {"HOME": home, "USER": user.name, "LOGNAME": user.name, "HOSTNAME": pod.hostname,
                     **self.marker(pod), **(self.impl.launcher_config(home)[1] if pod.is_launcher else {})}
         env = self._common(pod, user, pod.env, identity)
-        if self.files.mode == PROCESS and pod.is_launcher:
+        if self.files.mode == SandboxMode.PROCESS and pod.is_launcher:
             env |= self.impl.elsewhere_env(str(self.files.hostfile), str(self.files.ssh_config))
         return env
 
@@ -69,16 +69,16 @@ class PodEnv:
         Trainer's status variables, which Trainer's plugin upserts over them."""
         env = {"PATH": pod_path(mpi_installs.prefix(self.impl)), **identity, **self.service_env, **self.local_mca,
                **mpi_installs.env(self.impl), "MPIJOB_CLUSTER": self.cluster_id, **self.devices(pod)}
-        if self.files.mode == PROCESS:
+        if self.files.mode == SandboxMode.PROCESS:
             env |= process_tmpdir(self.files.pod_dir(pod))
         if user.uid == 0:
             env |= ROOT_ALLOWANCE
         return env | values(own) | trainer_status.env(self.status_url, self.files, pod)
 
 
-def local_mca(mode: str, yield_when_idle: bool) -> dict[str, str]:
+def local_mca(mode: SandboxMode, yield_when_idle: bool) -> dict[str, str]:
     """The local cluster's MCA additions for a sandbox `mode` (sandbox.py says why each)."""
-    return {**LOCAL_MCA, **(LOOPBACK_MCA if mode == PROCESS else PRIVATE_SESSION_MCA),
+    return {**LOCAL_MCA, **(LOOPBACK_MCA if mode == SandboxMode.PROCESS else PRIVATE_SESSION_MCA),
             **({YIELD_WHEN_IDLE: "1"} if yield_when_idle else {})}
 
 

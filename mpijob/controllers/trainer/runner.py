@@ -20,11 +20,11 @@ from mpijob.api.mpi_output import asks_for_tags, parse_rank_field
 from mpijob.api.plan import PodPlan, RunPlan, plan_from_dict
 from mpijob.api.quantity import quantity_value
 from mpijob.api.resources import PODS
+from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers.kubelet import mpi_installs, pods, shim, trainer_status, workload
 from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
 from mpijob.controllers.kubelet.network import JobNetwork, namespace_name
 from mpijob.controllers.kubelet.sandbox import (
-    NAMESPACE,
     YIELD_WHEN_IDLE,
     JobFiles,
     User,
@@ -124,9 +124,10 @@ class JobRunner(Readiness, Verdicts):
                 name = pod.name + ("-sshd" if role is Role.SSHD else "")
                 if adopted := pods.adopt(plan.namespace, name, self.files.pod_dir(pod) / SUPERVISOR_DIR[role]):
                     self.procs[Proc(pod.name, role)] = adopted
-            if self.mode == NAMESPACE and (cgroup := PodCgroup.create(self.cluster_id, pod.name, pod.resources)):
+            if self.mode == SandboxMode.NAMESPACE and (
+                    cgroup := PodCgroup.create(self.cluster_id, pod.name, pod.resources)):
                 self.cgroups[pod.name] = cgroup
-        if self.mode == NAMESPACE:
+        if self.mode == SandboxMode.NAMESPACE:
             self.network = JobNetwork(namespace_name(self.cluster_id, plan.uid))
             if self.api_server:
                 await self.network.serve_api(self.api_server)
@@ -171,7 +172,7 @@ class JobRunner(Readiness, Verdicts):
         """Start a pod; `sshd_only` starts just the sshd of a process-mode launcher host."""
         session_env = self.env.session(pod, user)
         pod_dir = self.files.write_pod(self.plan, pod, self.ips, user, session_env)
-        home = user.home if self.mode == NAMESPACE else str(pod_dir / "home")
+        home = user.home if self.mode == SandboxMode.NAMESPACE else str(pod_dir / "home")
         base_env = {"PATH": pod_path(), **self.env.marker(pod)}
         if sshd_only:
             self.procs[Proc(pod.name, Role.SSHD)] = await pods.spawn(
@@ -179,7 +180,8 @@ class JobRunner(Readiness, Verdicts):
                 self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.SSHD])
             return
         env = self.env.container(pod, user, home)
-        cgroup = PodCgroup.create(self.cluster_id, pod.name, pod.resources) if self.mode == NAMESPACE else None
+        own_cgroup = self.mode == SandboxMode.NAMESPACE
+        cgroup = PodCgroup.create(self.cluster_id, pod.name, pod.resources) if own_cgroup else None
         if cgroup:
             self.cgroups[pod.name] = cgroup
         argv = self.files.argv(self.plan, pod, user, [*pod.command, *pod.args], env, cgroup.procs if cgroup else ())
@@ -187,7 +189,7 @@ class JobRunner(Readiness, Verdicts):
             argv = self.network.enter(argv)
         if cores := self.cores.get(pod.name):  # the whole pod, sshd sessions included, on its own cores
             argv = ["taskset", "-c", ",".join(map(str, cores)), *argv]
-        cwd = None if self.mode == NAMESPACE else home
+        cwd = None if self.mode == SandboxMode.NAMESPACE else home
         # The launcher's output is tagged (LOCAL_MCA); its log keeps the ranks and, unless the user
         # asked for tags, drops them: `kubectl logs` shows what the program printed.
         mpi = None
@@ -223,7 +225,7 @@ class JobRunner(Readiness, Verdicts):
             for role in Role:  # before its pod starts (its launcher's exit, which the nodes watch, above all)
                 pods.forget(self.files.pod_dir(pod) / SUPERVISOR_DIR[role])
         try:
-            if self.mode == NAMESPACE:
+            if self.mode == SandboxMode.NAMESPACE:
                 self.network = await JobNetwork.create(namespace_name(self.cluster_id, plan.uid))
                 if self.api_server:
                     await self.network.serve_api(self.api_server)
@@ -346,7 +348,7 @@ class JobRunner(Readiness, Verdicts):
             for p in live.values():
                 if p.running:
                     p.kill(signal.SIGKILL)
-            if self.mode != NAMESPACE:  # no PID namespace: what left its pod's process group goes by its marker
+            if self.mode != SandboxMode.NAMESPACE:  # no PID namespace: what left its pod's group goes by its marker
                 self._kill_escaped()
             await asyncio.gather(*(p.wait() for p in live.values()))
         ns = self.plan.namespace
@@ -426,7 +428,7 @@ class JobRunner(Readiness, Verdicts):
         """Every pod's workload (its ranks, the launcher's own program: `workload.py`) gets SIGTERM and its
         pod's terminationGracePeriodSeconds to checkpoint and exit, then SIGKILL; the launcher, which then
         passes the ranks' last lines on, a moment to end by itself; then the pods go (docs/checkpointing.md)."""
-        depth = 2 if self.mode == NAMESPACE else 0  # unshare and the namespace's init shell
+        depth = 2 if self.mode == SandboxMode.NAMESPACE else 0  # unshare and the namespace's init shell
         stopping = []
         for pod in self.plan.pods:
             roots = [p.pid for k, p in self.procs.items() if k.pod == pod.name and p.running]

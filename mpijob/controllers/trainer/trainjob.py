@@ -29,6 +29,7 @@ from mpijob.api.resources import (
     WORKLOADS,
     Resource,
 )
+from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.api.selectors import parse_labels
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events, scc
@@ -36,7 +37,6 @@ from mpijob.controllers.kubelet import trainer_status
 from mpijob.controllers.kubelet import volumes as kubelet_volumes
 from mpijob.controllers.kubelet.addresses import AddressPool, CorePool, DevicePool, crowding
 from mpijob.controllers.kubelet.sandbox import (
-    NAMESPACE,
     SSH_PORT,
     YIELD_WHEN_IDLE,
     JobFiles,
@@ -87,12 +87,12 @@ class TrainJobController:
     resource: Resource = TRAINJOBS  # the kind of job it runs
 
     def __init__(
-        self, store: Store, logs: LogStore, home: Home, mode: str, cluster_id: str, gpus: int = 0,
+        self, store: Store, logs: LogStore, home: Home, mode: SandboxMode, cluster_id: str, gpus: int = 0,
         kick: Callable[[], None] = lambda: None, on_finish: Callable[[Obj], None] = lambda tj: None,
     ) -> None:
         self.store, self.logs, self.home, self.mode, self.cluster_id = store, logs, home, mode, cluster_id
         self.on_finish = on_finish  # told of every TrainJob that has just ended (its metrics)
-        self.addresses = AddressPool(cluster_id, own_networks=mode == NAMESPACE)
+        self.addresses = AddressPool(cluster_id, own_networks=mode == SandboxMode.NAMESPACE)
         self.devices = DevicePool(gpus)
         self.cores = CorePool()
         self.kick = kick  # asks the queueing controller for a scheduling cycle
@@ -311,7 +311,7 @@ class TrainJobController:
         """Set up each pod's volumes as the kubelet would (`kubelet/volumes.py`) and give the sandbox their
         mounts; False, and the job failed in the kubelet's words, when one cannot be (docs/volumes.md)."""
         asking = [p for p in plan.pods if volumes.has_volumes(p.pod_spec)]
-        if asking and self.mode != NAMESPACE:
+        if asking and self.mode != SandboxMode.NAMESPACE:
             self.finish(tj, Outcome(False, names.REASON_FAILED_JOBS, volumes.PROCESS_SANDBOX))
             return False
         for pod in asking:

@@ -14,9 +14,9 @@ from mpijob.api import bound_failures, failures, names
 from mpijob.api.bounds import Bounds
 from mpijob.api.mpi_impl import Implementation
 from mpijob.api.plan import RunPlan
+from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers.kubelet import pods
 from mpijob.controllers.kubelet.cgroups import PodCgroup
-from mpijob.controllers.kubelet.sandbox import NAMESPACE
 from mpijob.controllers.trainer import rank_exits, watchdog
 from mpijob.controllers.trainer.pod_env import PodEnv
 from mpijob.controllers.trainer.procs import Proc
@@ -35,7 +35,7 @@ class Verdicts:
     env: PodEnv
     logs: LogStore
     bounds: Bounds
-    mode: str
+    mode: SandboxMode
     procs: dict[Proc, pods.PodProcess]
     cgroups: dict[str, PodCgroup]
     stopped: Stop | None
@@ -89,7 +89,8 @@ class Verdicts:
                    for pod in self.plan.pods]
         log = self.logs.path(self.plan.namespace, launcher.name, names.CONTAINER)
         tracker = watchdog.Tracker(self.bounds, asyncio.get_running_loop().time())
-        return watchdog.Watchdog(watched, self.impl.rank_variables, log, tracker, orphans=self.mode != NAMESPACE)
+        orphans = self.mode != SandboxMode.NAMESPACE  # no PID namespace: ranks may outlive their pod's group
+        return watchdog.Watchdog(watched, self.impl.rank_variables, log, tracker, orphans=orphans)
 
     def _verdict_facts(self, verdict: watchdog.Verdict) -> failures.Facts:
         launcher = next(p for p in self.plan.pods if p.is_launcher)

@@ -171,11 +171,12 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
     _requester(request, stored, obj, None)
     admission.uid_ranges(cluster.store, stored, obj, None)
     obj = admission.admit(stored, _fresh(stored, obj), None)
-    admission.check_references(cluster.store, stored, obj, authz.user_of(request.scope), cluster.sandbox_mode)
+    admission.check_references(cluster.store, stored, obj, authz.user_of(request.scope), cluster.sandbox_mode,
+                               cluster.controllers)
     authz.check_escalation(cluster.store, request.scope, stored, obj)
     if cluster.store.try_get(stored, ns, name) is not None:
         raise errors.already_exists(res.plural, name, res.group)
-    warnings = dropped + admission.warnings(stored, obj, None, cluster.sandbox_mode)
+    warnings = dropped + admission.warnings(stored, obj, None, cluster.sandbox_mode, cluster.controllers)
     if _dry_run(request):
         meta = obj["metadata"]
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
@@ -195,7 +196,8 @@ def _write(request: Request, cluster: Cluster, res: Resource, client_res: Resour
     admission.uid_ranges(cluster.store, res, new, old)
     new = admission.admit(res, new, old)
     authz.check_escalation(cluster.store, request.scope, res, new)
-    warnings = dropped + ([] if status else admission.warnings(res, new, old, cluster.sandbox_mode))
+    warned = [] if status else admission.warnings(res, new, old, cluster.sandbox_mode, cluster.controllers)
+    warnings = dropped + warned
     if _dry_run(request):
         return _render(request, client_res, new, warnings=warnings)
     stored = cluster.store.update(res, new, status=status)

@@ -11,6 +11,7 @@ from its in-memory queues rather than from stored objects. Paths, field names, p
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 
 from fastapi import APIRouter
 from starlette.requests import Request
@@ -20,6 +21,8 @@ from mpijob.api import Obj, errors, names
 from mpijob.api.kueue.snapshot import Snapshot, Workload
 from mpijob.api.resources import lookup
 from mpijob.server.http import ANY_METHOD, json_response, parse_int, read_only
+from mpijob.server.ports import Controllers
+from mpijob.server.state import Cluster
 from mpijob.store.objects import Store
 
 Positions = Mapping[str, tuple[int, int]]  # "<ns>/<name>" → (position in ClusterQueue, in LocalQueue)
@@ -102,13 +105,10 @@ def api_resource_list() -> Obj:
 # -- I/O: the snapshot, the stored objects, HTTP ------------------------------------------------------
 
 
-def compute_positions(store: Store) -> tuple[Snapshot, Positions]:
-    """The scheduler's view of the queues now (imported lazily: the controllers load after the API)."""
-    from mpijob.controllers.kueue.scheduler import positions
-    from mpijob.controllers.kueue.workloads import build_snapshot
-
-    snap = build_snapshot(store)
-    return snap, positions(snap)
+def compute_positions(store: Store, controllers: Controllers) -> tuple[Snapshot, Positions]:
+    """The scheduler's view of the queues now."""
+    snap = controllers.snapshot(store)
+    return snap, controllers.queue_positions(snap)
 
 
 def _stored(store: Store, plural: str, namespace: str, name: str) -> Obj | None:
@@ -132,10 +132,9 @@ def _paging(request: Request) -> tuple[int, int]:
 
 
 def cluster_queue_summary(
-    store: Store, name: str, offset: int = 0, limit: int = DEFAULT_LIMIT,
-    compute: Callable[[Store], tuple[Snapshot, Positions]] | None = None,
+    store: Store, name: str, compute: Callable[[Store], tuple[Snapshot, Positions]], offset: int = 0,
+    limit: int = DEFAULT_LIMIT,
 ) -> Obj:
-    compute = compute or compute_positions
     if (lookup(names.KUEUE_GROUP, names.KUEUE_VERSION, "clusterqueues") is not None
             and _stored(store, "clusterqueues", "", name) is None):
         raise errors.not_found("clusterqueue", name, GROUP)
@@ -146,10 +145,9 @@ def cluster_queue_summary(
 
 
 def local_queue_summary(
-    store: Store, namespace: str, name: str, offset: int = 0, limit: int = DEFAULT_LIMIT,
-    compute: Callable[[Store], tuple[Snapshot, Positions]] | None = None,
+    store: Store, namespace: str, name: str, compute: Callable[[Store], tuple[Snapshot, Positions]],
+    offset: int = 0, limit: int = DEFAULT_LIMIT,
 ) -> Obj:
-    compute = compute or compute_positions
     served = lookup(names.KUEUE_GROUP, names.KUEUE_VERSION, "localqueues") is not None
     if served and _stored(store, "localqueues", namespace, name) is None:
         raise errors.not_found("localqueue", name, GROUP)
@@ -158,8 +156,8 @@ def local_queue_summary(
     return _render(store, wls, positions)
 
 
-def _store(request: Request) -> Store:
-    return request.app.state.cluster.store
+def _cluster(request: Request) -> Cluster:
+    return request.app.state.cluster
 
 
 
@@ -180,10 +178,12 @@ async def pending_workloads(request: Request, rest: str) -> Response:
     read_only(request, GROUP)
     parts = [p for p in rest.split("/") if p]
     offset, limit = _paging(request)
+    cluster = _cluster(request)
+    compute = partial(compute_positions, controllers=cluster.controllers)
     if len(parts) == 3 and parts[0] == "clusterqueues" and parts[2] == "pendingworkloads":
-        return json_response(cluster_queue_summary(_store(request), parts[1], offset, limit))
+        return json_response(cluster_queue_summary(cluster.store, parts[1], compute, offset, limit))
     if len(parts) == 5 and parts[0] == "namespaces" and parts[2] == "localqueues" and parts[4] == "pendingworkloads":
-        return json_response(local_queue_summary(_store(request), parts[1], parts[3], offset, limit))
+        return json_response(local_queue_summary(cluster.store, parts[1], parts[3], compute, offset, limit))
     raise errors.ApiError(
         404, "NotFound",
         f"the server could not find the requested resource (/apis/{API_VERSION}/{rest}); the visibility API "
