@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
-from functools import lru_cache
+from functools import cache
 
 import jsonschema
 import pytest
 import yaml
+
 from support import UPSTREAM
 
 
@@ -16,7 +17,7 @@ def load_yaml(rel: str) -> dict:
     return yaml.safe_load((UPSTREAM / rel).read_text())
 
 
-@lru_cache(maxsize=None)
+@cache
 def crd_schema(rel: str) -> dict:
     crd = load_yaml(rel)
     (version,) = [v for v in crd["spec"]["versions"] if v.get("storage")]

@@ -5,7 +5,6 @@ the failures they end a run with (api/bound_failures.py) name the pods, ranks an
 from __future__ import annotations
 
 import pytest
-
 from mpijob.api import bound_failures, bounds, names
 from mpijob.api.errors import ApiError
 from mpijob.api.failures import Facts, Failure, Line, PodFacts

@@ -76,8 +76,8 @@ def test_a_host_intel_mpi_could_not_start_its_proxy_on() -> None:
     """Intel MPI keeps ssh's words to itself; its own line names the host, and a host that is none of the
     job's pods is the class's. A pod of the job it could not reach says nothing more: the program's class."""
     line = ("[mpiexec@j-launcher-0-0] Error: Unable to run bstrap_proxy on {} (pid 42, exit code 65280)")
-    after = ["[mpiexec@j-launcher-0-0] Error setting up the bootstrap proxies", "[mpiexec@j-launcher-0-0] Possible "
-             "reasons:", "IPL WARN> IPL_init_numa_nodes: can not define numa node num"]
+    after = ["[mpiexec@j-launcher-0-0] Error setting up the bootstrap proxies", ("[mpiexec@j-launcher-0-0] Possible "
+             "reasons:"), "IPL WARN> IPL_init_numa_nodes: can not define numa node num"]
     launcher = PodFacts(LAUNCHER.name, LAUNCHER.host, True, 255)
     found = classify(facts(line.format("x-node-0-7.x"), *after, launcher=launcher, implementation=names.MPI_INTEL))
     assert (found.reason, found.host) == (names.FAILURE_HOST_UNRESOLVABLE, "x-node-0-7.x")
@@ -190,10 +190,10 @@ def test_a_program_no_host_has_as_open_mpi_and_hydra_say_it() -> None:
     assert (by_open_mpi.reason, by_open_mpi.pod) == (names.FAILURE_COMMAND_NOT_FOUND, NODE.name)
     assert "'/home/mpiuser/pi'" in by_open_mpi.summary
     hydra = PodFacts(LAUNCHER.name, LAUNCHER.host, True, 255)  # mpiexec's exit when its proxy could not exec
-    for line in ((1, "[proxy:0:1@j-node-0-1.j] HYD_spawn (../../../../../src/pm/i_hydra/libhydra/spawn/intel/"
-                     "hydra_spawn.c:177): execvp error on file /home/mpiuser/pi (No such file or directory)"),  # Intel
-                 (1, "[proxy:1@j-node-0-1.j] [1] HYDU_create_process (/mpich-5.0.2/src/pm/hydra/lib/utils/launch.c"
-                     ":73): [1] execvp error on file /home/mpiuser/pi (No such file or directory)")):  # MPICH
+    for line in ((1, ("[proxy:0:1@j-node-0-1.j] HYD_spawn (../../../../../src/pm/i_hydra/libhydra/spawn/intel/"
+                     "hydra_spawn.c:177): execvp error on file /home/mpiuser/pi (No such file or directory)")),  # Intel
+                 (1, ("[proxy:1@j-node-0-1.j] [1] HYDU_create_process (/mpich-5.0.2/src/pm/hydra/lib/utils/launch.c"
+                     ":73): [1] execvp error on file /home/mpiuser/pi (No such file or directory)"))):  # MPICH
         # the proxy writes it into the rank's own stream, so it comes with the rank's tag
         by_hydra = classify(facts(line, "[mpiexec@j-launcher-0-0] wait_proxies_to_terminate: downstream from host "
                                         "j-node-0-0.j exited with status 255", launcher=hydra))

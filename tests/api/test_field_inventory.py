@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mpijob.api import names
 from mpijob.api import resources as r
 from mpijob.api.errors import ApiError
@@ -76,7 +75,8 @@ PROOF = {
         f"{POD}.tolerations": "e2e/test_node_placement.py::test_a_taint_holds_the_job_and_a_toleration_lets_it_run",
         f"{POD}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution":
             "api/test_placement.py::test_required_node_affinity_operators",
-        f"{POD}.automountServiceAccountToken": "api/test_render.py::test_automount_follows_kube_rule_pod_first_then_service_account",
+        f"{POD}.automountServiceAccountToken":
+            "api/test_render.py::test_automount_follows_kube_rule_pod_first_then_service_account",
         f"{CTR}.name": "api/test_validation_runtimes_core.py::test_pod_needs_named_containers",
         f"{CTR}.command": "e2e/test_upstream_runtime.py::test_deepspeed_runtime_applied_unchanged_runs_a_job",
         f"{CTR}.args": "api/test_plan.py::test_fields_go_where_trainer_puts_them",
@@ -85,7 +85,8 @@ PROOF = {
         f"{CTR}.workingDir": f"{E2E}::test_the_runtimes_working_dir_is_where_the_command_runs",
         f"{CTR}.ports": "api/test_render.py::test_node_pod",
         f"{CTR}.securityContext.runAsUser": "api/test_plan.py::test_security_context_container_beats_pod",
-        f"{CTR}.securityContext.runAsGroup": "e2e/test_launcher_as_node.py::test_every_rank_runs_as_the_job_user_with_env_and_home",
+        f"{CTR}.securityContext.runAsGroup":
+            "e2e/test_launcher_as_node.py::test_every_rank_runs_as_the_job_user_with_env_and_home",
         f"{POD}.volumes[].name": f"{VOL}::test_every_rank_writes_into_a_shared_claim_and_the_launcher_reads_them",
         f"{POD}.volumes[].persistentVolumeClaim":
             f"{VOL}::test_every_rank_writes_into_a_shared_claim_and_the_launcher_reads_them",

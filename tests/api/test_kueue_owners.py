@@ -6,13 +6,13 @@ from __future__ import annotations
 import hashlib
 
 import yaml
-from support import UPSTREAM
-
 from mpijob.api.kueue import owners
 from mpijob.api.kueue.adapters import workload_name, workload_object
 from mpijob.api.mpioperator import naming
 from mpijob.api.mpioperator.convert import convert
 from mpijob.api.plan import resolve
+
+from support import UPSTREAM
 
 
 def _mpijob(name: str = "pi", suspend: object = None) -> dict:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from mpijob.api.labels import is_label_value, is_qualified_name
 
 

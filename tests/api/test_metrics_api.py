@@ -4,6 +4,7 @@ PodMetrics and NodeMetrics that `kubectl top` reads."""
 from __future__ import annotations
 
 import json
+from datetime import UTC
 
 from mpijob.api import Obj
 from mpijob.api.metrics import (
@@ -22,9 +23,9 @@ T0 = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 
 
 def stamp(offset: float) -> str:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(T0 + offset, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(T0 + offset, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def pod(name: str, rjob: str, created: float, started: float | None) -> Obj:

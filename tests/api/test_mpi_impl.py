@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from mpijob.api import mpi_impl, names, runtimes
 from mpijob.api.mpi_output import LauncherOutput, asks_for_tags
 from mpijob.api.plan import resolve

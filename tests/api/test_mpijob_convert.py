@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 import yaml
-from support import UPSTREAM
-
 from mpijob.api import names
 from mpijob.api.errors import ApiError
 from mpijob.api.mpioperator.convert import DROPPED, MAPPED, RUNTIME, VERDICTS, Conversion, convert
 from mpijob.api.plan import resolve
 from mpijob.api.runtimes import BUNDLED_NAME, bundled
+
+from support import UPSTREAM
 
 EXAMPLES = sorted((UPSTREAM / "mpi-operator").glob("example_*.yaml"))
 OURS = Path(__file__).resolve().parents[2] / "examples" / "mpijob"
@@ -39,7 +39,7 @@ def leaves(node: Any, path: str = "") -> list[str]:
 
 
 def covers(fld: str, leaf: str) -> bool:
-    return leaf == fld or leaf.startswith(fld + ".") or leaf.startswith(fld + "[")
+    return leaf == fld or leaf.startswith((fld + ".", fld + "["))
 
 
 def at(obj: Any, path: str) -> Any:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import copy
 
 import yaml
-from support import UPSTREAM
-
 from mpijob.api import names, render
 from mpijob.api.mpioperator import naming
 from mpijob.api.mpioperator.convert import convert
 from mpijob.api.plan import RunPlan, resolve
+
+from support import UPSTREAM
 
 
 def _plan(job: dict) -> RunPlan:

@@ -4,11 +4,10 @@ network (every TrainJob in a network of its own) does something else than a poli
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-
 from mpijob.api import netpol
 from mpijob.api.errors import ApiError
 from mpijob.api.names import LABEL_JOBSET_NAME, LABEL_RJOB_NAME
@@ -161,15 +160,15 @@ def test_what_the_local_network_does_anyway_gets_no_warning(spec: dict[str, Any]
     ({"podSelector": JOB, "policyTypes": ["Egress"], "egress": [{}]},
      [f"spec.egress[0]: traffic to any destination {NOT_HONOURED}"]),
     ({"podSelector": JOB, "ingress": [{"from": [{"podSelector": JOB}], "ports": [{"port": 2222}]}]},
-     ["spec.ingress[0].ports: ports are not enforced inside a job's network: a job's pods reach each other on "
-      "any port"]),
+     [("spec.ingress[0].ports: ports are not enforced inside a job's network: a job's pods reach each other on "
+      "any port")]),
     ({"podSelector": JOB, "ingress": [{"from": [{"podSelector": {"matchLabels": {
         LABEL_JOBSET_NAME: "pi", LABEL_RJOB_NAME: "launcher"}}}]}]},
-     [f"spec.ingress[0].from[0].podSelector: labels besides {LABEL_JOBSET_NAME} are not enforced inside a job's "
-      "network: a job's pods reach each other on any port"]),
+     [(f"spec.ingress[0].from[0].podSelector: labels besides {LABEL_JOBSET_NAME} are not enforced inside a job's "
+      "network: a job's pods reach each other on any port")]),
     ({"podSelector": JOB, "policyTypes": ["Egress"], "egress": [{"to": [{"podSelector": JOB}]}]},
-     ["spec.egress: the API server stays reachable at 10.96.0.1:443: the local cluster lets every pod reach it, "
-      "whatever its policies say"]),
+     [("spec.egress: the API server stays reachable at 10.96.0.1:443: the local cluster lets every pod reach it, "
+      "whatever its policies say")]),
 ])
 def test_each_difference_is_one_warning_naming_the_field(spec: dict[str, Any], expected: list[str]) -> None:
     assert _warnings(spec) == expected
@@ -219,7 +218,7 @@ def test_the_pod_selector_column_is_written_as_kubectl_writes_selectors() -> Non
                                      {"key": "a", "operator": "DoesNotExist"}, {"key": "d", "operator": "Exists"},
                                      {"key": "e", "operator": "NotIn", "values": ["z"]}]}
     rows = table(NETWORK_POLICIES, [_admitted({"podSelector": selector}), _admitted({})], "1",
-                 now=datetime.now(timezone.utc))
+                 now=datetime.now(UTC))
     assert [c["name"] for c in rows["columnDefinitions"]] == ["Name", "Pod-Selector", "Age"]
     assert [r["cells"][1] for r in rows["rows"]] == [f"!a,b=1,c in (x,y),d,e notin (z),{LABEL_JOBSET_NAME}=pi",
                                                     "<none>"]

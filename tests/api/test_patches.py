@@ -4,10 +4,9 @@ webhook check them, and judged field by field with a runtime's verdicts."""
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-
 from mpijob.api import patches, support, support_rules
 from mpijob.api.errors import ApiError
 from mpijob.api.plan import resolve
@@ -132,13 +131,13 @@ def test_patches_change_only_while_suspended():
 
 def test_time_is_stamped_and_kept_while_the_entry_is_unchanged():
     tj = trainjob(patch("example.com/a"))
-    patches.stamp(tj, None, datetime(2026, 5, 1, 15, 20, tzinfo=timezone.utc))
+    patches.stamp(tj, None, datetime(2026, 5, 1, 15, 20, tzinfo=UTC))
     assert tj["spec"]["runtimePatches"][0]["time"] == "2026-05-01T15:20:00Z"
     again = copy.deepcopy(tj)
-    patches.stamp(again, tj, datetime(2026, 6, 1, tzinfo=timezone.utc))
+    patches.stamp(again, tj, datetime(2026, 6, 1, tzinfo=UTC))
     assert again["spec"]["runtimePatches"][0]["time"] == "2026-05-01T15:20:00Z"
     again["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["metadata"] = {"labels": {"a": "b"}}
-    patches.stamp(again, tj, datetime(2026, 6, 1, tzinfo=timezone.utc))
+    patches.stamp(again, tj, datetime(2026, 6, 1, tzinfo=UTC))
     assert again["spec"]["runtimePatches"][0]["time"] == "2026-06-01T00:00:00Z"
 
 
@@ -167,7 +166,8 @@ def test_honoured_and_warned_patch_fields():
     found = support.check("TrainJob", tj)
     assert found.causes == []
     assert sorted(w.split(":")[0] for w in found.warnings) == [
-        "spec.runtimePatches[0].trainingRuntimeSpec.template.metadata.labels.a", f"spec.runtimePatches[0].{POD}.imagePullSecrets[0].name"]
+        "spec.runtimePatches[0].trainingRuntimeSpec.template.metadata.labels.a",
+        f"spec.runtimePatches[0].{POD}.imagePullSecrets[0].name"]
 
 
 def test_the_runtime_decides_which_jobs_and_containers_exist():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from mpijob.api import names
 from mpijob.api.placement import schedule, why_not
 
@@ -85,9 +84,9 @@ def test_node_name_must_be_the_node():
 
 def test_an_untolerated_taint_is_named_with_its_key_and_value():
     tainted = node(taints=[{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}])
-    assert schedule({}, [tainted]) == (None, "0/1 nodes are available: 1 node(s) had untolerated taint "
+    assert schedule({}, [tainted]) == (None, ("0/1 nodes are available: 1 node(s) had untolerated taint "
                                              "{dedicated: ml}. preemption: 0/1 nodes are available: 1 "
-                                             "Preemption is not helpful for scheduling.")
+                                             "Preemption is not helpful for scheduling."))
     assert why_not({}, node(taints=[{"key": "maintenance", "effect": "NoExecute"}])) == \
         "node(s) had untolerated taint {maintenance: }"
     assert why_not({}, node(taints=[{"key": "soft", "effect": "PreferNoSchedule"}])) is None

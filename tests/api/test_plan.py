@@ -6,7 +6,6 @@ import copy
 import re
 
 import pytest
-
 from mpijob.api.plan import resolve
 from mpijob.api.runtimes import bundled
 

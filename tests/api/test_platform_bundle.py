@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from kubernetes.client import ApiClient
-
 from mpijob.api import mpi_impl, names, platform, validation
 from mpijob.api.platform import options as popts
 from mpijob.api.platform import queues, rbac, runtimes, scc

@@ -3,15 +3,14 @@ estimate counted from a client's own clock (pure; the endpoint: tests/server/tes
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from mpijob.api.errors import ApiError
 from mpijob.api.progress import Progress, progress_of, trainer_status
 from mpijob.api.waiting import Waiting, about
 
-NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
 def fields(body: object) -> dict[str, str]:

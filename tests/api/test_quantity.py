@@ -6,7 +6,6 @@ from decimal import Decimal
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from mpijob.api.plan import gpu_count, merge_resources
 from mpijob.api.quantity import (
     format_quantity,

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pytest
-
 from mpijob.api import quota
 from mpijob.api.plan import resolve
 from mpijob.api.runtimes import bundled

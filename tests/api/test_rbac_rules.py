@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from mpijob.api import rbac, rbac_policy, tokens
 from mpijob.api.rbac import Attributes, Authorizer, Rule, User, request_attributes
 
@@ -157,11 +156,11 @@ def test_aggregation_follows_selectors_through_aggregated_roles() -> None:
 
 @pytest.mark.parametrize(("method", "path", "message"), [
     ("POST", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/team-b/trainjobs",
-     'trainjobs.trainer.kubeflow.org is forbidden: User "alice" cannot create resource "trainjobs" in API group '
-     '"trainer.kubeflow.org" in the namespace "team-b"'),
+     ('trainjobs.trainer.kubeflow.org is forbidden: User "alice" cannot create resource "trainjobs" in API group '
+     '"trainer.kubeflow.org" in the namespace "team-b"')),
     ("GET", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cq",
-     'clusterqueues.kueue.x-k8s.io "cq" is forbidden: User "alice" cannot get resource "clusterqueues" in API group '
-     '"kueue.x-k8s.io" at the cluster scope'),
+     ('clusterqueues.kueue.x-k8s.io "cq" is forbidden: User "alice" cannot get resource "clusterqueues" in API group '
+     '"kueue.x-k8s.io" at the cluster scope')),
     ("GET", "/api/v1/namespaces/team-b/pods/p/log",
      'pods "p" is forbidden: User "alice" cannot get resource "pods/log" in API group "" in the namespace "team-b"'),
     ("GET", "/metrics", 'forbidden: User "alice" cannot get path "/metrics"'),

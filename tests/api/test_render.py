@@ -15,7 +15,6 @@ import subprocess
 import jsonschema
 import pytest
 from kubernetes.client import ApiClient
-
 from mpijob.api.plan import generate_ssh_keypair, resolve
 from mpijob.api.render import (
     automounts,

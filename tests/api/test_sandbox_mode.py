@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from mpijob.api import sandbox_mode
 from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers.kubelet import sandbox

@@ -8,7 +8,6 @@ import copy
 from typing import Any
 
 import pytest
-
 from mpijob.api import rbac, rbac_policy, scc
 from mpijob.api.errors import ApiError
 from mpijob.api.plan import PodPlan, resolve
@@ -45,7 +44,7 @@ def launcher(pod: dict[str, Any] | None = None, container: dict[str, Any] | None
     ("1000660000/10000", IdRange(1000660000, 10000)),
     ("1000660000/10000,1000670000/10000", IdRange(1000660000, 10000)),  # OpenShift's list: the first
     (None, None), ("", None), ("1000660000", None), ("1000660000-1000669999", None), ("1/0", None),
-    ("x/10", None), ("１/10", None), ("12345678901/10", None), (1000660000, None),
+    ("x/10", None), ("１/10", None),  # noqa: RUF001 — a fullwidth digit, on purpose: not a digit to the parser ("12345678901/10", None), (1000660000, None),
 ])
 def test_a_range_is_first_slash_size(text: Any, expected: IdRange | None) -> None:
     assert scc.parse_range(text) == expected
@@ -139,10 +138,10 @@ def test_nonroot_v2_takes_any_uid_but_root() -> None:
     upstream = launcher({"fsGroup": 1000}, {"runAsUser": 1000})  # upstream's deepspeed-distributed asks this
     refused = scc.decide(upstream, RANGES, frozenset())
     assert isinstance(refused, Refusal) and refused.errors == (
-        "provider restricted-v2: .spec.securityContext.fsGroup: Invalid value: []int64{1000}: 1000 is not an "
-        "allowed group",
-        "provider restricted-v2: .containers[0].runAsUser: Invalid value: 1000: must be in the ranges: "
-        "[1000660000, 1000669999]",
+        ("provider restricted-v2: .spec.securityContext.fsGroup: Invalid value: []int64{1000}: 1000 is not an "
+        "allowed group"),
+        ("provider restricted-v2: .containers[0].runAsUser: Invalid value: 1000: must be in the ranges: "
+        "[1000660000, 1000669999]"),
         NOT_USABLE.format(NONROOT_V2), NOT_USABLE.format(ANYUID))
     assert scc.decide(upstream, RANGES, frozenset({NONROOT_V2})) == Identity(NONROOT_V2, 1000, 1000, 1000)
     root = scc.decide(launcher(container={"runAsUser": 0}), RANGES, frozenset({NONROOT_V2}))

@@ -78,8 +78,8 @@ def test_a_stored_scc_named_as_a_built_in_is_not_tried_and_is_warned() -> None:
     fake = stored(ANYUID, {"type": "MustRunAs", "uid": 0}, priority=100)
     assert [name for name, obj in scc.candidates([fake]) if obj is not None] == []
     assert scc_crd.warnings(fake) == [
-        'SecurityContextConstraints "anyuid" is built in on the local cluster: admission uses its own anyuid '
-        "(docs/security.md, \"Tenant UIDs\"), not this object; give yours another name"]
+        ('SecurityContextConstraints "anyuid" is built in on the local cluster: admission uses its own anyuid '
+        "(docs/security.md, \"Tenant UIDs\"), not this object; give yours another name")]
     assert scc_crd.warnings(BAND) == []
 
 
@@ -96,8 +96,8 @@ def test_an_scc_refuses_what_it_forbids_in_openshifts_words() -> None:
     assert isinstance(refused, Refusal)
     assert refused.errors == (
         "provider band: .containers[0].runAsUser: Invalid value: 7000: must be in the ranges: [5000, 5999]",
-        "provider restricted-v2: .containers[0].runAsUser: Invalid value: 7000: must be in the ranges: "
-        "[1000660000, 1000669999]", NOT_USABLE.format(NONROOT_V2), NOT_USABLE.format(ANYUID))
+        ("provider restricted-v2: .containers[0].runAsUser: Invalid value: 7000: must be in the ranges: "
+        "[1000660000, 1000669999]"), NOT_USABLE.format(NONROOT_V2), NOT_USABLE.format(ANYUID))
     assert refused.message("pi-launcher-0-0").startswith(
         'pods "pi-launcher-0-0" is forbidden: unable to validate against any security context constraint: '
         "[provider band: .containers[0].runAsUser: Invalid value: 7000")

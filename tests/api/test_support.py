@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from mpijob.api.errors import ApiError
 from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, TRAINJOBS
 from mpijob.api.runtimes import bundled

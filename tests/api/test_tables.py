@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from mpijob.api import durations, resources, tables
 
-NOW = datetime(2025, 1, 10, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 1, 10, 12, 0, 0, tzinfo=UTC)
 
 
 def created(seconds_ago: float) -> str:

@@ -6,7 +6,6 @@ import base64
 import copy
 
 import pytest
-
 from mpijob.api import resources as r
 from mpijob.api.errors import ApiError
 from mpijob.api.runtimes import BUNDLED_NAME, bundled

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from mpijob.api import resources as r
 from mpijob.api.errors import ApiError
 from mpijob.api.runtimes import bundled
@@ -239,7 +238,6 @@ def test_the_upstream_sdk_reads_the_bundled_runtime_and_its_trainjob_is_admitted
     from kubeflow.trainer.backends.kubernetes import utils
     from kubeflow.trainer.types import types
     from kubeflow_trainer_api import models
-
     from mpijob.api.plan import resolve
 
     cr = models.TrainerV1alpha1ClusterTrainingRuntime.from_dict(bundled()[0])

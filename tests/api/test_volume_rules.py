@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import base64
 import copy
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-
 from mpijob.api import names, tables
 from mpijob.api import volumes as v
 from mpijob.api.errors import ApiError
@@ -185,7 +184,7 @@ def test_kubectl_get_pvc_columns() -> None:
     claim["spec"]["volumeName"] = "pvc-1"
     claim["status"] = {"phase": "Bound", "capacity": {"storage": "1Gi"},
                        "accessModes": ["ReadWriteMany", "ReadWriteOnce"]}
-    now = datetime(2026, 11, 24, 9, 5, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 24, 9, 5, tzinfo=UTC)
     shown = tables.table(PERSISTENT_VOLUME_CLAIMS, [claim], "1", now=now)
     assert [c["name"] for c in shown["columnDefinitions"]] == [
         "Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass", "VolumeAttributesClass", "Age",

@@ -333,8 +333,8 @@ class Record:
     def summary(self, routes: list[Route], settings: str) -> str:
         seconds = time.monotonic() - self.started
         lines = [
-            f"fuzz: {self.requests} requests to {len(self.by_route)} routes ({len(routes)} discovered) in "
-            f"{seconds:.1f} s ({self.requests / max(seconds, 1e-9):.0f}/s); {settings}",
+            (f"fuzz: {self.requests} requests to {len(self.by_route)} routes ({len(routes)} discovered) in "
+            f"{seconds:.1f} s ({self.requests / max(seconds, 1e-9):.0f}/s); {settings}"),
             f"fuzz: hypothesis examples {sum(self.examples.values())}; by auth {dict(sorted(self.by_auth.items()))}",
             f"fuzz: status codes {dict(sorted(self.by_code.items()))}",
             f"fuzz: checks {dict(sorted(self.checks.items()))}",

@@ -9,14 +9,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from starlette.requests import Request
-
 from mpijob.api.resources import CONFIGMAPS, PODS
 from mpijob.server.routes import logs, watch
 from mpijob.server.routes.paths import Target
 from mpijob.server.state import Cluster
 from mpijob.store.home import Home
 from mpijob.store.objects import Store
+from starlette.requests import Request
 
 
 def _request(path: str, query: str, gone: asyncio.Event) -> Request:

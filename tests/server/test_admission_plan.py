@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mpijob.api import plan as plans
 from mpijob.api import rbac, validation
 from mpijob.api.errors import ApiError

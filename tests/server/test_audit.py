@@ -12,13 +12,12 @@ import base64
 import json
 import stat
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-
 from mpijob.api import names
 from mpijob.api.durations import parse_time
 from mpijob.server.audit import AuditMiddleware, annotate, request_info
@@ -81,7 +80,7 @@ def test_a_create_is_one_metadata_level_event_with_who_what_when_and_the_code(se
     assert ev["sourceIPs"] == ["127.0.0.1"]
     received, done = parse_time(ev["requestReceivedTimestamp"]), parse_time(ev["stageTimestamp"])
     assert received is not None and done is not None and received <= done
-    assert datetime.now(timezone.utc) - received < timedelta(minutes=5)
+    assert datetime.now(UTC) - received < timedelta(minutes=5)
     assert "requestObject" not in ev and "responseObject" not in ev  # level Metadata: never a body
     uuid.UUID(ev["auditID"])
 
@@ -338,7 +337,7 @@ def test_inner_layers_annotate_the_event(tmp_path: Path) -> None:
 def test_the_writer_rotates_and_the_reader_reads_oldest_first_since_a_time(tmp_path: Path) -> None:
     path = tmp_path / "audit.log"
     log = audit.AuditLog(path, max_bytes=2000, backups=2)
-    old = audit.timestamp(datetime.now(timezone.utc) - timedelta(hours=2))
+    old = audit.timestamp(datetime.now(UTC) - timedelta(hours=2))
     for i in range(30):
         received = old if i < 5 else audit.timestamp()
         log.write(audit.event(verb="create", request_uri=f"/x/{i}", user=audit.user_info("u"), code=201,
@@ -350,7 +349,7 @@ def test_the_writer_rotates_and_the_reader_reads_oldest_first_since_a_time(tmp_p
     assert uris == sorted(uris, key=lambda u: int(u.rsplit("/", 1)[1])) and uris[-1] == "/x/29"
     with path.open("a") as f:
         f.write('{"cut short\n')
-    recent = list(audit.read(path, since=datetime.now(timezone.utc) - timedelta(hours=1)))
+    recent = list(audit.read(path, since=datetime.now(UTC) - timedelta(hours=1)))
     assert recent and all(int(ev["requestURI"].rsplit("/", 1)[1]) >= 5 for ev in recent)
 
 

@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-
 from mpijob.api import names
 from mpijob.server.routes.dashboard import CSP, DIST_ENV
 

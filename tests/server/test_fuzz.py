@@ -49,7 +49,6 @@ from fuzz_support import (
 )
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
 from mpijob.api.runtimes import bundled
 from mpijob.store.supervisor import ServerInfo
 
@@ -369,8 +368,7 @@ def test_oversized_bodies_are_refused_with_413(fuzzer: Fuzzer) -> None:
     route = Route("*", "(oversized)", "oversized")
     for method, path, ctype, content in writes:
         for chunked in (False, True):
-            sent = (lambda data=content: iter([data[i:i + 65536] for i in range(0, len(data), 65536)]))() \
-                if chunked else content
+            sent = iter([content[i:i + 65536] for i in range(0, len(content), 65536)]) if chunked else content
             answer = fuzzer.admin.request(method, path, content=sent, headers={"content-type": ctype})
             fuzzer.record.saw(route, "admin", answer.status_code)
             where = f"{method} {path} {ctype} ({'chunked' if chunked else 'Content-Length'})"

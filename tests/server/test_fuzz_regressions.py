@@ -11,7 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from mpijob.api.errors import ApiError
 from mpijob.server.http import MAX_DEPTH, MAX_REQUEST_BYTES, BodyLimit, decode_body, parse_int, plain
 

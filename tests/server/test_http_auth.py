@@ -12,7 +12,6 @@ import httpx
 import pytest
 import yaml
 from cryptography import x509
-
 from mpijob.server import tls
 from mpijob.store.home import Home
 

@@ -7,7 +7,6 @@ import uuid
 
 import httpx
 import pytest
-
 from mpijob.store.logs import LogStore
 
 PODS = "/api/v1/namespaces/default/pods"

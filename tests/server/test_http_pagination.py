@@ -14,7 +14,6 @@ import httpx
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
-
 from mpijob.store.home import Home
 from mpijob.store.supervisor import ServerInfo
 

@@ -9,6 +9,7 @@ import time
 import uuid
 
 import yaml
+
 from support import UPSTREAM as _ROOT
 
 UPSTREAM = _ROOT / "trainer"

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from mpijob.api.resources import NAMESPACES
 from mpijob.api.runtimes import bundled
 from mpijob.server import bootstrap

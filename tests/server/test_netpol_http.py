@@ -11,7 +11,6 @@ from typing import Any
 
 import httpx
 import yaml
-
 from mpijob.api.netpol import NOT_ENFORCED
 
 NETPOL = "/apis/networking.k8s.io/v1"
@@ -97,10 +96,10 @@ def test_kubectl_prints_each_difference_as_a_warning_and_none_for_what_is_honour
     assert _warnings(proc.stderr) == [
         f"spec.ingress[0].from[0].podSelector: traffic from other TrainJobs' pods {NOT_HONOURED}",
         f"spec.egress[0].to[0].namespaceSelector: traffic to other namespaces {NOT_HONOURED}",
-        "spec.egress[0].ports: ports are not enforced inside a job's network: a job's pods reach each other on any "
-        "port",
-        "spec.egress: the API server stays reachable at 10.96.0.1:443: the local cluster lets every pod reach it, "
-        "whatever its policies say",
+        ("spec.egress[0].ports: ports are not enforced inside a job's network: a job's pods reach each other on any "
+        "port"),
+        ("spec.egress: the API server stays reachable at 10.96.0.1:443: the local cluster lets every pod reach it, "
+        "whatever its policies say"),
     ]
     kubectl("delete", "netpol", name)
     job = {"matchLabels": {JOBSET: "pi"}}
@@ -121,13 +120,13 @@ def test_kubes_refusals_name_each_field_and_store_nothing(kubectl: Callable[...,
     proc = kubectl("apply", "-f", "-", input=_manifest(name, spec), check=False)
     assert proc.returncode != 0
     assert f'The NetworkPolicy "{name}" is invalid:' in proc.stderr
-    for line in ('* spec.podSelector.matchExpressions[0].operator: Invalid value: "Equals": not a valid selector '
-                 "operator; use In, NotIn, Exists or DoesNotExist",
+    for line in (('* spec.podSelector.matchExpressions[0].operator: Invalid value: "Equals": not a valid selector '
+                 "operator; use In, NotIn, Exists or DoesNotExist"),
                  '* spec.policyTypes[1]: Unsupported value: "Sideways": supported values: "Ingress", "Egress"',
-                 '* spec.ingress[0].ports[0].protocol: Unsupported value: "ICMP": supported values: "TCP", "UDP", '
-                 '"SCTP"',
-                 '* spec.ingress[0].from[0].ipBlock.except[0]: Invalid value: "192.168.0.0/16": must be a strict '
-                 "subset of `cidr` (10.0.0.0/8)"):
+                 ('* spec.ingress[0].ports[0].protocol: Unsupported value: "ICMP": supported values: "TCP", "UDP", '
+                 '"SCTP"'),
+                 ('* spec.ingress[0].from[0].ipBlock.except[0]: Invalid value: "192.168.0.0/16": must be a strict '
+                 "subset of `cidr` (10.0.0.0/8)")):
         assert line in proc.stderr, proc.stderr
     typo = kubectl("apply", "-f", "-", input=_manifest(name, {"podSelectr": {}}), check=False)
     assert typo.returncode != 0 and 'strict decoding error: unknown field "spec.podSelectr"' in typo.stderr

@@ -14,12 +14,12 @@ from typing import Any
 
 import httpx
 import pytest
-from support import load_tool
-
 from mpijob.api import names
 from mpijob.api.openapi import crd_definition_name, field_paths, kind_schema, ref_name, schemas
 from mpijob.api.resources import ALL, served_versions
 from mpijob.server import openapi
+
+from support import load_tool
 
 REPO = Path(__file__).resolve().parents[2]
 PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
@@ -36,7 +36,7 @@ def _flat(text: str) -> str:
 
 def _expected_name(group: str, version: str, kind: str) -> str:
     if group in ("rbac.authorization.k8s.io", "networking.k8s.io"):  # a built-in group: kube's own name
-        return f"io.k8s.api.{group.split('.')[0]}.{version}.{kind}"
+        return f"io.k8s.api.{group.split('.', maxsplit=1)[0]}.{version}.{kind}"
     return f"io.k8s.api.core.v1.{kind}" if not group else crd_definition_name(group, version, kind)
 
 

@@ -8,7 +8,6 @@ import copy
 from collections.abc import Callable
 
 import httpx
-
 from mpijob.api import mpi_impl, names
 from mpijob.api.runtimes import bundled
 from mpijob.controllers.kubelet import mpi_installs

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from mpijob.api import names, tokens
 from mpijob.store.home import Home
 
@@ -134,7 +133,8 @@ def test_a_report_the_crd_would_refuse_is_a_422_and_writes_nothing(http: httpx.C
     assert r.json()["message"] == (
         'TrainJob.trainer.kubeflow.org "pi" is invalid: status.trainerStatus.progressPercentage: Invalid value: 150: '
         "status.trainerStatus.progressPercentage in body should be less than or equal to 100")
-    r = _report(http, ns, "pi", {"trainerStatus": {"metrics": [{"name": "", "value": "1"}] + [{"name": "m", "value": "1"}] * 256}})
+    metrics = [{"name": "", "value": "1"}] + [{"name": "m", "value": "1"}] * 256
+    r = _report(http, ns, "pi", {"trainerStatus": {"metrics": metrics}})
     causes = {c["field"]: c["message"] for c in r.json()["details"]["causes"]}
     assert set(causes) == {"status.trainerStatus", "status.trainerStatus.metrics",
                            "status.trainerStatus.metrics[0].name"}, causes

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from support import ca_context
-
 from mpijob import Client, TrainJob
 from mpijob.client.errors import Category, category, decode_status
 from mpijob.sdk.errors import QuotaExceeded
 from mpijob.store.supervisor import ServerInfo
+
+from support import ca_context
 
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
 GPU = "nvidia.com/gpu"
@@ -167,9 +167,8 @@ def test_two_concurrent_creates_cannot_both_pass(server: ServerInfo, http, ns):
 
 def test_the_sdk_raises_quota_exceeded(server: ServerInfo, http, ns):
     put_quota(http, ns, "gpus", {f"requests.{GPU}": "2"})
-    with Client(kubeconfig=str(server.kubeconfig), namespace=ns) as c:
-        with pytest.raises(QuotaExceeded) as err:
-            c.create(TrainJob(name="sdk-over", num_nodes=2, resources_per_node={GPU: 2}, command=["true"]))
+    with Client(kubeconfig=str(server.kubeconfig), namespace=ns) as c, pytest.raises(QuotaExceeded) as err:
+        c.create(TrainJob(name="sdk-over", num_nodes=2, resources_per_node={GPU: 2}, command=["true"]))
     assert err.value.exit_code == 6 and err.value.code == 403
     assert err.value.message == (f'trainjobs.trainer.kubeflow.org "sdk-over" is forbidden: exceeded quota: gpus, '
                                  f"requested: requests.{GPU}=4, used: requests.{GPU}=0, limited: requests.{GPU}=2")

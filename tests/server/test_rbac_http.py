@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from mpijob.api import tokens
 from mpijob.store.home import Home
 

@@ -8,7 +8,6 @@ import copy
 from collections.abc import Callable
 
 import httpx
-
 from mpijob.api.runtimes import bundled
 from mpijob.store.supervisor import ServerInfo
 

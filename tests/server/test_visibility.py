@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from mpijob.api.kueue.snapshot import (
     ClusterQueue,
     PodSet,

@@ -15,6 +15,7 @@ from typing import Any
 
 import jsonschema
 import yaml
+
 from support import UPSTREAM
 
 KUEUE = "kueue.x-k8s.io"

@@ -7,7 +7,6 @@ import copy
 
 import pytest
 from kueue_samples import cluster_queue, crd_errors
-
 from mpijob.api import resources as r
 from mpijob.api.errors import ApiError
 from mpijob.api.kueue.conversion import up

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from mpijob.api.errors import ApiError
 from mpijob.api.kueue.capacity import parse_capacity
 from mpijob.api.quantity import to_base_units

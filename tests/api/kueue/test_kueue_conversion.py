@@ -14,7 +14,6 @@ from kueue_samples import (
     valid_samples,
     workload,
 )
-
 from mpijob.api import resources as r
 from mpijob.api.errors import ApiError
 from mpijob.api.kueue.conversion import down, from_storage, is_converted, to_storage, up

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from kueue_samples import PLURALS, V1, cluster_queue, cohort, crd_schema, flavor, local_queue, valid_samples
-
 from mpijob.api import resources as r
 from mpijob.api.errors import ApiError
 from mpijob.api.kueue.conversion import to_storage
@@ -88,8 +87,8 @@ def test_what_is_harmless_on_one_machine_is_warned_by_name() -> None:
                                                  "spec.tolerations[0].key", "spec.tolerations[0].operator"}, warned
     assert all("every pod runs on this machine" in w for w in warned)
     assert _warnings(local_queue(fairSharing={"weight": 2})) == [
-        "spec.fairSharing.weight: no effect: a LocalQueue's weight is used only by admission fair sharing "
-        "(ClusterQueue spec.admissionScope), which the local cluster does not do"]
+        ("spec.fairSharing.weight: no effect: a LocalQueue's weight is used only by admission fair sharing "
+        "(ClusterQueue spec.admissionScope), which the local cluster does not do")]
     assert [w.split(":")[0] for w in _warnings(cohort(fairSharing={"weight": 2}))] == ["spec.fairSharing.weight"]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from kueue_samples import cluster_queue, local_queue, priority_class, workload
-
 from mpijob.api import resources as r
 from mpijob.api import tables
 from mpijob.api.kueue.conversion import down

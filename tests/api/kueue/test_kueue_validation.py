@@ -19,7 +19,6 @@ from kueue_samples import (
     valid_samples,
     workload,
 )
-
 from mpijob.api import resources as r
 from mpijob.api.errors import ApiError
 from mpijob.api.validation import admit
