@@ -75,6 +75,7 @@ class MPIJobController(TrainJobController):
         self.accounting = trainjobs.accounting
         self.runners: dict[str, tuple[JobRunner, asyncio.Task[None]]] = {}
         self.deadlines: dict[str, asyncio.TimerHandle] = {}
+        self._stop_tasks: set[asyncio.Task[None]] = set()  # TrainJobController.__init__ does not run here
 
     # -- reconcile ---------------------------------------------------------------------------------
 
