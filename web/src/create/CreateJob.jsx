@@ -96,7 +96,8 @@ function CreatePage({ clone }) {
   const job = mode === 'form' ? formJob : yamlValue;
   const namespace = mode === 'form' ? form.namespace
     : ((yamlValue && yamlValue.metadata && yamlValue.metadata.namespace) || form.namespace);
-  const check = useDryRun(job, namespace, dirty);
+  // none once the job is submitted: a dry run still waiting out its pause would find it made (409)
+  const check = useDryRun(job, namespace, dirty && !submitting);
   const shownError = submitError || (check.state !== 'idle' ? check.error : null);
 
   const set = (patch) => { setForm((f) => ({ ...f, ...patch })); setDirty(true); setSubmitError(null); };
