@@ -37,7 +37,6 @@ MAX_BYTES = 100 * 1024 * 1024  # kube-apiserver's --audit-log-maxsize=100 (MB)
 BACKUPS = 5  # --audit-log-maxbackup
 FILE_MODE = 0o600
 STATUS_SUBRESOURCE = "status"
-MUTATING_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
 def timestamp(t: datetime | None = None) -> str:
