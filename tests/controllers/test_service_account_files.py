@@ -22,7 +22,7 @@ from mpijob.controllers.kubelet.sandbox import (
     job_user,
     kubernetes_env,
 )
-from mpijob.controllers.trainer.trainjob import api_server
+from mpijob.controllers.trainer.launcher import api_server
 from mpijob.store.home import Home
 
 SA_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"

@@ -8,7 +8,6 @@ import signal
 from collections.abc import Collection
 from pathlib import Path
 
-from mpijob.api import Obj
 from mpijob.api.kueue import owners
 from mpijob.api.resources import CONFIGMAPS, PODS, SECRETS, WORKLOADS
 from mpijob.store.home import Home
@@ -77,9 +76,3 @@ def kill_leftovers(cluster_id: str, keep: Collection[str] = ()) -> int:
             except ProcessLookupError:
                 pass
     return killed
-
-
-def owner_uid(obj: Obj) -> str | None:
-    """The uid of the job (a TrainJob, an MPIJob) that owns `obj`, if one does."""
-    found = owners.owner(obj)
-    return found[1].get("uid") if found else None

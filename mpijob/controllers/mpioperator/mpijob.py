@@ -2,8 +2,8 @@
 
 The job is converted (`mpijob.api.mpioperator.convert`), resolved into a run plan as a TrainJob would
 be (`api/plan.py`), renamed as MPI Operator names things (`api/mpioperator/naming.py`) and run by the
-Trainer controller's machinery (`TrainJobController.launch`, the runner, the kubelet), so both kinds
-share one machine's addresses, cores and GPUs. No TrainJob object is made: the MPIJob owns its pods,
+Trainer controller's machinery (a `trainer/launcher.py` Launcher of its own, the runner, the kubelet), so both
+kinds share one machine's addresses, cores and GPUs. No TrainJob object is made: the MPIJob owns its pods,
 Secret and ConfigMap, and its status is MPI Operator's (`status.py`).
 
 Kueue queues an MPIJob as its MPIJob integration does (`api/kueue/owners.py`): a Workload
@@ -26,22 +26,18 @@ import time
 
 from mpijob.api import Obj, bounds, names, render
 from mpijob.api.durations import parse_time
-from mpijob.api.errors import ApiError
 from mpijob.api.kueue import owners
 from mpijob.api.mpioperator import naming
 from mpijob.api.mpioperator.convert import convert
 from mpijob.api.plan import PodPlan, RunPlan, resolve
 from mpijob.api.resources import MPIJOBS, PODS
 from mpijob.api.selectors import parse_labels
-from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
-from mpijob.controllers.kubelet import pods as kubelet_pods
 from mpijob.controllers.mpioperator import status
 from mpijob.controllers.quota import limit_ranges, with_limit_ranges
-from mpijob.controllers.trainer import binding
+from mpijob.controllers.trainer.launcher import JobContext, Launcher
 from mpijob.controllers.trainer.runner import JobRunner, ready_default
 from mpijob.controllers.trainer.stops import Outcome, Stop, Then
-from mpijob.controllers.trainer.trainjob import TrainJobController
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
@@ -62,20 +58,18 @@ def owner_uid(obj: Obj) -> str | None:
                  if r.get("kind") == names.MPIJOB_KIND), None)
 
 
-class MPIJobController(TrainJobController):
-    resource = MPIJOBS
+class MPIJobController:
+    kind = owners.MPIJOB
 
-    def __init__(self, trainjobs: TrainJobController) -> None:
-        """Shares the Trainer controller's store, home, the machine's address, core and GPU pools, its kick of
-        the Kueue controller and its job history."""
-        self.store, self.logs, self.home, self.mode = trainjobs.store, trainjobs.logs, trainjobs.home, trainjobs.mode
-        self.cluster_id = trainjobs.cluster_id
-        self.addresses, self.devices, self.cores = trainjobs.addresses, trainjobs.devices, trainjobs.cores
-        self.kick, self.on_finish = trainjobs.kick, (lambda job: None)
-        self.accounting = trainjobs.accounting
-        self.runners: dict[str, tuple[JobRunner, asyncio.Task[None]]] = {}
+    def __init__(self, ctx: JobContext) -> None:
+        """Its runs share the machine's pools, the Kueue controller's kick and the job history with TrainJobs'."""
+        self.ctx, self.store = ctx, ctx.store
+        self.launcher = Launcher(ctx, self)
         self.deadlines: dict[str, asyncio.TimerHandle] = {}
-        self._stop_tasks: set[asyncio.Task[None]] = set()  # TrainJobController.__init__ does not run here
+
+    @property
+    def runners(self) -> dict[str, tuple[JobRunner, asyncio.Task[None]]]:
+        return self.launcher.runners
 
     # -- reconcile ---------------------------------------------------------------------------------
 
@@ -84,34 +78,27 @@ class MPIJobController(TrainJobController):
         waits for Kueue, and run, resumed, once the Workload is admitted."""
         meta = job["metadata"]
         if status.finished(job):
-            self._sync_workload(job, finished=True)
+            self.launcher.sync_workload(job, finished=True)
             return
         if status.created(job):
             events.record(self.store, job, names.MPIJOB_CREATED, status.condition(job, status.CREATED)["message"])  # type: ignore[index]  # created() just set it
             job = self.store.update(MPIJOBS, job, status=True)
         if owners.MPIJOB.suspended(job):
-            self._suspend(job)
+            self.launcher.hold_suspended(self._hold(job))
             return
         if meta["uid"] in self.runners:
             return
-        current = self.store.try_get(MPIJOBS, meta["namespace"], meta["name"])
-        if current is None or current["metadata"]["uid"] != meta["uid"]:
-            return  # a late event of a job deleted since
-        try:
-            plan = self._plan(job)
-        except ApiError as e:
-            self.finish(job, Outcome(False, names.MPIJOB_FAILED, e.message))
+        ready = self.launcher.prepare(job, names.MPIJOB_FAILED)
+        if ready is None:
             return
-        self.accounting.seen(job, plan)
-        owner = render.owner_reference(job)
-        wl = self._sync_workload(job, plan, owner)
-        if wl is None or not cond.is_true(wl, names.ADMITTED):
+        wl = ready.admitted()
+        if wl is None:
             self._hold(job)
             return
         if status.resumed(job):
             job = self.store.update(MPIJOBS, job, status=True)
             events.record(self.store, job, names.MPIJOB_RESUMED, names.MPIJOB_RESUMED_MESSAGE)
-        self.launch(job, plan, owner, wl)
+        self.launcher.launch(job, ready.plan, ready.owner, wl)
 
     def _hold(self, job: Obj) -> Obj:
         """Keep the job from running, shown as MPI Operator shows a suspended one; the stored job."""
@@ -124,34 +111,35 @@ class MPIJobController(TrainJobController):
             events.record(self.store, job, names.MPIJOB_SUSPENDED, names.MPIJOB_SUSPENDED_MESSAGE)
         return job
 
-    def _suspend(self, job: Obj) -> None:
-        """Its user suspended it: held, its Workload inactive (made now if it has none, as Kueue makes one for a
-        job created suspended), a run under way stopped and its pods deleted, as MPI Operator does."""
-        meta = job["metadata"]
-        job = self._hold(job)
-        try:
-            plan: RunPlan | None = self._plan(job)
-        except ApiError:
-            plan = None  # it fails when it is resumed
-        self.accounting.seen(job, plan)
-        self._sync_workload(job, plan, render.owner_reference(job) if plan else None)
-        if meta["uid"] in self.runners:
-            self.stop_soon(meta["uid"], Stop.suspended())
-        else:
-            binding.unbind(self.store, job_pods(self.store, meta["namespace"], meta["name"]))
+    def observe(self, job: Obj, added: bool) -> None:
+        """MPI Operator's metrics and Kueue's run-time estimates are TrainJobs' only."""
+
+    def fail(self, job: Obj, message: str) -> None:
+        self.finish(job, Outcome(False, names.MPIJOB_FAILED, message))
+
+    def recover(self) -> None:
+        self.launcher.recover()
+
+    async def stop(self, uid: str, why: Stop) -> None:
+        await self.launcher.stop(uid, why)
+
+    async def deleted(self, job: Obj) -> None:
+        await self.launcher.deleted(job)
 
     async def evict(self, job: Obj, message: str) -> None:
         """Kueue evicted its Workload: stopped whole, its pods deleted, then held until it is admitted again."""
-        await super().evict(job, message)
+        await self.launcher.evict(job, message)
         current = self.store.try_get(MPIJOBS, job["metadata"]["namespace"], job["metadata"]["name"])
         same = current is not None and current["metadata"]["uid"] == job["metadata"]["uid"]
         if current is not None and same and not status.finished(current):
             self._hold(current)
 
-    def _pods(self, tj: Obj) -> list[Obj]:
-        return job_pods(self.store, tj["metadata"]["namespace"], tj["metadata"]["name"])
+    # -- what the launcher asks of an MPIJob (launcher.Form) -----------------------------------------------
 
-    def _plan(self, job: Obj) -> RunPlan:
+    def pods(self, job: Obj) -> list[Obj]:
+        return job_pods(self.store, job["metadata"]["namespace"], job["metadata"]["name"])
+
+    def plan(self, job: Obj) -> RunPlan:
         """The job's TrainJob form resolved on its runtime, defaulted by LimitRanges, in MPI Operator's names."""
         meta = job["metadata"]
         form = convert(job, always_runtime=True)
@@ -160,7 +148,7 @@ class MPIJobController(TrainJobController):
         plan = resolve(trainjob, form.runtime or {})
         return naming.rename(with_limit_ranges(plan, limit_ranges(self.store, meta["namespace"])))
 
-    def _watch_deadline(self, job: Obj, wl: Obj | None = None) -> None:
+    def watch_deadline(self, job: Obj, wl: Obj | None = None) -> None:
         """`runPolicy.activeDeadlineSeconds`, counted from `startTime` as the launcher Job's is (called by
         `launch` once the run is started)."""
         meta = job["metadata"]
@@ -172,29 +160,29 @@ class MPIJobController(TrainJobController):
         runner = self.runners[meta["uid"]][0]
         self.deadlines[meta["uid"]] = asyncio.get_running_loop().call_later(max(left, 0), runner.stop, DEADLINE)
 
-    def _bounds(self, job: Obj, plan: RunPlan) -> bounds.Bounds:
+    def bounds(self, job: Obj, plan: RunPlan) -> bounds.Bounds:
         """The run's deadlines and stall watch: the MPIJob's own annotations (it has no runtime of its own)."""
         hosts = sum(1 for p in plan.pods if p.in_hostfile)
         return bounds.resolve(job["metadata"].get("annotations"), None, hosts, ready_default())
 
-    def _show_stalled(self, job: Obj, stalled: bool, reason: str, message: str) -> None:
+    def show_stalled(self, job: Obj, stalled: bool, reason: str, message: str) -> None:
         """MPI Operator's status has no such condition: its Events say it."""
 
     # -- MPI Operator's objects --------------------------------------------------------------------------
 
-    def _status_url(self, plan: RunPlan, server: tuple[str, int] | None) -> str:
+    def status_url(self, plan: RunPlan, server: tuple[str, int] | None) -> str:
         return ""  # Trainer's progress endpoint is a TrainJob's; MPI Operator gives its pods none
 
-    def _secret_name(self, plan: RunPlan) -> str:
+    def secret_name(self, plan: RunPlan) -> str:
         return names.mpijob_ssh_secret_name(plan.job)
 
-    def _render_secret(self, plan: RunPlan, private_pem: str, public_line: str, owner: Obj) -> Obj:
+    def render_secret(self, plan: RunPlan, private_pem: str, public_line: str, owner: Obj) -> Obj:
         return naming.secret(render.render_secret(plan, private_pem, public_line, owner), plan.job)
 
-    def _render_config_maps(self, plan: RunPlan, owner: Obj) -> list[Obj]:
+    def render_config_maps(self, plan: RunPlan, owner: Obj) -> list[Obj]:
         return [naming.config_map(render.render_hostfile_configmap(plan, owner), plan.job)]
 
-    def _render_pod(self, plan: RunPlan, pod: PodPlan, owner: Obj, account: Obj, url: str) -> Obj:
+    def render_pod(self, plan: RunPlan, pod: PodPlan, owner: Obj, account: Obj, url: str) -> Obj:
         return naming.pod(render.render_pod(plan, pod, owner, account, url), plan.job, plan.namespace)
 
     # -- status ----------------------------------------------------------------------------------------
@@ -209,9 +197,9 @@ class MPIJobController(TrainJobController):
         status.ended(job, job_pods(self.store, meta["namespace"], meta["name"]), outcome.succeeded, reason,
                      outcome.message)
         job = self.store.update(MPIJOBS, job, status=True)
-        self._sync_workload(job, finished=True)  # its quota goes back to the queue
+        self.launcher.sync_workload(job, finished=True)  # its quota goes back to the queue
         ended = status.condition(job, status.SUCCEEDED if outcome.succeeded else status.FAILED) or {}
-        self.accounting.finished(job, dataclasses.replace(outcome, reason=ended.get("reason", reason)))  # its words
+        self.ctx.accounting.finished(job, dataclasses.replace(outcome, reason=ended.get("reason", reason)))  # its words
         events.record(self.store, job, outcome.failure or ended.get("reason", reason), ended.get("message", ""),
                       warning=not outcome.succeeded)
 
@@ -225,22 +213,3 @@ class MPIJobController(TrainJobController):
             return
         if status.observe(job, job_pods(self.store, job["metadata"]["namespace"], job_name)):
             self.store.update(MPIJOBS, job, status=True)
-
-    def recover(self) -> None:
-        """After a restart: a job whose pods had started is not re-adopted (the README's restart policy)."""
-        message = ("the local cluster's control plane restarted while the job was running; its processes were "
-                   "stopped and it is not re-adopted")
-        for job in self.store.list(MPIJOBS)[0]:
-            meta = job["metadata"]
-            started = job_pods(self.store, meta["namespace"], meta["name"])
-            if status.finished(job) or not any((p.get("status") or {}).get("startTime") for p in started):
-                continue
-            if self.adopt(job):
-                continue  # its pods ran on under their supervisors
-            for p in started:
-                if (p.get("status") or {}).get("phase") in ("Pending", "Running"):
-                    kubelet_pods.set_terminated(self.store, meta["namespace"], p["metadata"]["name"],
-                                                kubelet_pods.Exit(137, 9), names.REASON_CONTROL_PLANE_RESTARTED,
-                                                message)
-            self.finish(self.store.get(MPIJOBS, meta["namespace"], meta["name"]),
-                        Outcome(False, names.REASON_CONTROL_PLANE_RESTARTED, message))
