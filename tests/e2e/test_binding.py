@@ -1,4 +1,4 @@
-"""Open MPI's default binding keeps every rank on its pod's CPU set (docs: sandbox.py LOCAL_MCA).
+"""Open MPI's default binding keeps every rank on its pod's CPU set (docs: kubelet/mpi_env.py LOCAL_MCA).
 
 A pod that asks for whole CPUs runs on its own cores (`taskset`); Open MPI binds ranks to cores of the
 whole machine regardless, so without the local cluster's `binding_policy=none` a rank of the pod on core 1

@@ -12,7 +12,8 @@ from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers import events
 from mpijob.controllers.kubelet import volumes as kubelet_volumes
 from mpijob.controllers.kubelet.addresses import AddressPool, CorePool, DevicePool, crowding
-from mpijob.controllers.kubelet.sandbox import SSH_PORT, YIELD_WHEN_IDLE, JobFiles, ServiceAccountFiles, job_user
+from mpijob.controllers.kubelet.mpi_env import YIELD_WHEN_IDLE
+from mpijob.controllers.kubelet.sandbox import SSH_PORT, JobFiles, ServiceAccountFiles, job_user
 from mpijob.store.home import Home
 from mpijob.store.objects import Store
 

@@ -40,6 +40,7 @@ from mpijob.api import mpi_impl, names, sandbox_mode, tokens
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers.kubelet import mpi_installs
+from mpijob.controllers.kubelet.mpi_env import POD_TMP
 
 NAMESPACE, PROCESS = SandboxMode.NAMESPACE, SandboxMode.PROCESS  # the names the tests import
 SSH_PORT = 2222
@@ -52,45 +53,6 @@ STAGE = Path("/run/mpijob-stage")  # mount point for the _reachable() staging bi
 PRIVSEP_DIR = "/run/sshd"
 RESOLV = Path("/etc/resolv.conf")  # a link into /run on systemd-resolved hosts, which a pod's own /run hides
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Local-cluster additions to every pod's environment (a trainer.env entry of the same name wins): an
-# aborting job kills its ranks at once rather than after a grace period, so a failed rank fails the whole
-# job within the 2 seconds the local cluster promises; and mpirun tags each output line with its rank
-# (`[1,3]<stdout>:`), which `mpijob logs --rank` reads.
-#
-# Ranks are not bound to cores: a pod's CPU set is the affinity it starts with (`taskset`, for whole-CPU
-# requests), which Open MPI's binding ignores (4.1 and 5 bind to cores of the whole machine: a pod on core
-# 1 had its rank moved to core 0), and the ranks of two pods of one machine would each bind to core 0.
-# Unbound, a rank keeps its pod's CPU set; `--bind-to` on mpirun's command line or trainer.env still win.
-LOCAL_MCA = {
-    "OMPI_MCA_odls_base_sigkill_timeout": "0",
-    "OMPI_MCA_orte_tag_output": "1",
-    "OMPI_MCA_hwloc_base_binding_policy": "none",  # Open MPI 4.1
-    "PRTE_MCA_hwloc_default_binding_policy": "none",  # Open MPI 5 (PRRTE)
-}
-# In the namespace sandbox, MPI's session directories go to the pod's own /dev/shm, not the machine's /tmp
-# that pods share: named by PID (Open MPI 5's `prted.<pid>`), those of pods in their own PID namespaces
-# collide, and one left by a killed run under another user's UID made the next daemon exit 213.
-PRIVATE_SESSION_MCA = {
-    "OMPI_MCA_orte_tmpdir_base": "/dev/shm",
-    "PRTE_MCA_prte_tmpdir_base": "/dev/shm",
-}
-# In the process sandbox every pod has a temporary directory of its own, `$TMPDIR` (`process_tmpdir`), where
-# MPI keeps its session directories. Under the machine's /tmp the pods of a job, whose host name is the
-# machine's, shared Open MPI 4's `ompi.<host>.<uid>/jf.<job family>`, made for one daemon per host: now and
-# then a daemon exited after daemonizing, unseen, and its mpirun waited for it for ever (bench/hangs.py: 11 of
-# 300 jobs under load, 0 of 300 with a directory per pod). Open MPI passes its MCA variables on to every
-# daemon, so the variable is TMPDIR, which each pod's sshd gives its own sessions.
-TMPDIR = "TMPDIR"
-POD_TMP = "tmp"  # in the pod's directory
-# In the process sandbox pods have no network of their own: MPI traffic stays on the host's loopback.
-LOOPBACK_MCA = {
-    "OMPI_MCA_btl_tcp_if_include": "lo",
-    "OMPI_MCA_oob_tcp_if_include": "lo",
-    "PRTE_MCA_oob_tcp_if_include": "lo",
-}
-# Open MPI busy-polls while a rank waits; when a job's ranks outnumber its cores that starves the rank
-# being waited for (mpi4py's ringtest: 26 s instead of 0.15 s). Added then, unless trainer.env sets it.
-YIELD_WHEN_IDLE = "OMPI_MCA_mpi_yield_when_idle"
 SERVICE_ACCOUNT_DIR = "serviceaccount"  # in the pod's directory: what is mounted at kube's token path
 TRAINER_STATUS_DIR = "trainer-status"  # in the pod's directory: what is mounted at Trainer's (trainer_status.py)
 
@@ -141,11 +103,6 @@ def check_mode(mode: SandboxMode, home: Path) -> None:
         raise RuntimeError(
             f"uid {os.geteuid()} has no entry in /etc/passwd, so the process sandbox's sshd cannot log it in; "
             "add the user (useradd), or run the server as root for the namespace sandbox") from None
-
-
-def process_tmpdir(pod_dir: Path) -> dict[str, str]:
-    """A process-sandbox pod's own temporary directory (`TMPDIR`), not the /tmp every pod shares."""
-    return {TMPDIR: str(pod_dir / POD_TMP)}
 
 
 def pod_path(mpi: Path | None = None) -> str:

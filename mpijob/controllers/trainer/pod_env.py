@@ -11,15 +11,17 @@ from mpijob.api.mpi_impl import Implementation
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers.kubelet import mpi_installs, trainer_status
-from mpijob.controllers.kubelet.sandbox import (
+from mpijob.controllers.kubelet.mpi_env import (
     LOCAL_MCA,
     LOOPBACK_MCA,
     PRIVATE_SESSION_MCA,
     YIELD_WHEN_IDLE,
+    process_tmpdir,
+)
+from mpijob.controllers.kubelet.sandbox import (
     JobFiles,
     User,
     pod_path,
-    process_tmpdir,
 )
 
 ROOT_ALLOWANCE = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -33,7 +35,7 @@ class PodEnv:
     files: JobFiles
     cluster_id: str
     impl: Implementation
-    local_mca: dict[str, str]  # the local cluster's MCA additions (sandbox.LOCAL_MCA and the sandbox's own)
+    local_mca: dict[str, str]  # the local cluster's MCA additions (mpi_env.LOCAL_MCA and the sandbox's own)
     service_env: dict[str, str]  # the API server's Service variables, as pods reach it
     gpus: dict[str, list[int]] = field(default_factory=dict)  # pod name → its GPU indices
     status_url: str = ""

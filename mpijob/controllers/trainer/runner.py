@@ -23,9 +23,9 @@ from mpijob.api.resources import PODS
 from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers.kubelet import mpi_installs, pods, shim, trainer_status, workload
 from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
+from mpijob.controllers.kubelet.mpi_env import YIELD_WHEN_IDLE
 from mpijob.controllers.kubelet.network import JobNetwork, namespace_name
 from mpijob.controllers.kubelet.sandbox import (
-    YIELD_WHEN_IDLE,
     JobFiles,
     User,
     job_user,
