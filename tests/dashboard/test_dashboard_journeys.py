@@ -99,7 +99,9 @@ def test_create_a_two_node_job_with_the_form_and_watch_it_complete(dash: Dashboa
     dash.type_into(dash.field("Command"), "\n".join(FORM_COMMAND))
     dash.type_into(dash.field("Nodes"), "2")
     dash.type_into(dash.field("Name"), "Bad_Name")
-    error = dash.wait_text('[data-testid="error-metadata.name"]', bool, "the server's error at the name field")
+    # the error about this name: a dry run of the job before the name was typed says it is missing
+    error = dash.wait_text('[data-testid="error-metadata.name"]', lambda t: "Bad_Name" in t,
+                           "the server's error at the name field, about Bad_Name")
     assert "Bad_Name" in error and ("RFC 1035" in error or "lower-case" in error), error
     dash.screenshot("create-form-name-error")
     dash.type_into(dash.field("Name"), name)

@@ -24,6 +24,7 @@ from support import (
     TRAINER,
     condition,
     create,
+    delete_jobs_using,
     https_client,
     job_pods,
     job_processes,
@@ -72,6 +73,7 @@ def annotated(api: httpx.Client) -> Iterator[None]:
         r = api.post(RUNTIMES, json=runtime_for(impl))
         assert r.status_code == 201, r.text
     yield
+    delete_jobs_using(api, {runtime_for(impl)["metadata"]["name"] for impl in CASES})
     for impl in CASES:
         api.delete(f"{RUNTIMES}/{runtime_for(impl)['metadata']['name']}")
 

@@ -12,6 +12,7 @@ from support.jobs import (
     by_role,
     condition,
     create,
+    delete_jobs_using,
     events_of,
     finished,
     finished_as,
@@ -38,7 +39,8 @@ from support.waits import wait_for
 
 __all__ = [
     "JOBSET", "KUBECTL", "REPO", "RJOB", "SLOWDOWN", "TAG", "TRAINER", "UPSTREAM", "UPSTREAM_TRAINER", "Obj",
-    "add_user", "by_role", "ca_context", "condition", "create", "events_of", "finished", "finished_as",
+    "add_user", "by_role", "ca_context", "condition", "create",
+    "delete_jobs_using", "events_of", "finished", "finished_as",
     "get_trainjob", "https_client", "job_dirs", "job_pods", "job_processes", "job_state", "kubeconfig_token",
     "kubectl_runner", "launcher_of", "load_tool", "pod_log", "resource_version", "scaled", "section", "sshd_of",
     "status_code", "terminations", "trainjob", "two_tenants", "wait_finished", "wait_for", "wait_launcher",

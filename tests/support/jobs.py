@@ -176,3 +176,18 @@ def section(text: str, marker: str) -> str:
 
 def status_code(c: httpx.Client, path: str) -> int:
     return c.get(path).status_code
+
+
+def delete_jobs_using(c: httpx.Client, runtimes: set[str], namespace: str = "default") -> None:
+    """Delete the namespace's TrainJobs that name one of `runtimes`, and wait until they are gone: a module
+    deletes its jobs before its runtimes, since a TrainJob whose runtime is gone makes the upstream SDK's
+    `list_jobs` fail for the whole namespace (whichever test runs next)."""
+    r = c.get(f"{TRAINER}/namespaces/{namespace}/trainjobs")
+    assert r.status_code == 200, r.text
+    doomed = [tj["metadata"]["name"] for tj in r.json()["items"]
+              if (tj.get("spec", {}).get("runtimeRef") or {}).get("name") in runtimes]
+    for name in doomed:
+        c.delete(f"{TRAINER}/namespaces/{namespace}/trainjobs/{name}")
+    for name in doomed:
+        wait_for(lambda n=name: c.get(f"{TRAINER}/namespaces/{namespace}/trainjobs/{n}").status_code == 404 or None,
+                 f"TrainJob {namespace}/{name} gone")
