@@ -23,12 +23,14 @@ def stamp(t: float | None = None) -> bytes:
 class LogWriter:
     """Appends stamped lines for one output stream of a container; safe to reopen after a server
     restart. It writes whole lines only, with O_APPEND, so the writers of a container's stdout and
-    stderr never split each other's lines. With `mpi`, each line's rank is read from Open MPI's tags."""
+    stderr never split each other's lines. With `mpi`, each line's rank is read from Open MPI's tags; with
+    `rank`, every line is that rank's (one rank's own stream, `controllers/kubelet/rank_files.py`)."""
 
-    def __init__(self, path: Path, mpi: LauncherOutput | None = None) -> None:
+    def __init__(self, path: Path, mpi: LauncherOutput | None = None, rank: int | None = None) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self._partial: list[bytes] = []  # the unfinished line's reads, joined once its newline comes
         self._mpi = mpi
+        self._field = UNRANKED if rank is None else b"%d " % rank
 
     def write(self, data: bytes) -> None:
         if b"\n" not in data:  # a long line arriving read by read: kept, not copied again each read
@@ -46,7 +48,7 @@ class LogWriter:
 
     def _append(self, lines: list[bytes], final: bool = False) -> None:
         if self._mpi is None:
-            out = [UNRANKED + ln for ln in lines]
+            out = [self._field + ln for ln in lines]
         else:
             out = [r for ln in lines for r in self._mpi.feed(ln)] + (self._mpi.flush() if final else [])
         if out:

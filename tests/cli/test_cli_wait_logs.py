@@ -232,7 +232,9 @@ def test_logs_rank_shows_one_ranks_lines_from_open_mpi_output_tagging(mpijob: In
 def test_logs_rank_explains_when_output_tagging_was_off(mpijob: Invoke, mpijob_proc: Invoke, tmp_path: Path) -> None:
     path = _job(tmp_path, "wl-untagged", ["mpirun", "bash", "-c", 'echo "plain $OMPI_COMM_WORLD_RANK"'])
     job = yaml.safe_load(path.read_text())
-    job["spec"]["trainer"]["env"] = [{"name": "OMPI_MCA_orte_tag_output", "value": "0"}]  # the user's choice wins
+    # the user's choices win: no tags, and their own fork agent (`env` runs the rank) in place of the rank agent
+    job["spec"]["trainer"]["env"] = [{"name": "OMPI_MCA_orte_tag_output", "value": "0"},
+                                     {"name": "OMPI_MCA_orte_fork_agent", "value": "env"}]
     path.write_text(yaml.safe_dump(job))
     assert mpijob("create", "-f", str(path)).exit_code == 0
     try:

@@ -3,6 +3,7 @@ and why each is needed on one machine."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 # Local-cluster additions to every pod's environment (a trainer.env entry of the same name wins): an
@@ -49,3 +50,16 @@ YIELD_WHEN_IDLE = "OMPI_MCA_mpi_yield_when_idle"
 def process_tmpdir(pod_dir: Path) -> dict[str, str]:
     """A process-sandbox pod's own temporary directory (`TMPDIR`), not the /tmp every pod shares."""
     return {TMPDIR: str(pod_dir / POD_TMP)}
+# Open MPI's daemons start each rank through the local cluster's rank agent (`rank_agent.py`), which reads
+# the rank's output where it runs: Open MPI 4's variable and Open MPI 5's (PRRTE's). Each daemon splits the
+# value at spaces, so an agent whose paths hold one cannot be given: its ranks' output goes through mpirun.
+RANK_AGENT_MCA = ("OMPI_MCA_orte_fork_agent", "PRTE_MCA_odls_base_exec_agent")
+
+
+def rank_agent_env(agent: str, directory: str) -> dict[str, str]:
+    """The variables that start every rank through `agent` writing into `directory` (paths as pods see
+    them); none when a path holds a space."""
+    argv = [sys.executable, "-I", "-S", agent, directory]
+    if any(" " in a or "\t" in a for a in argv):
+        return {}
+    return dict.fromkeys(RANK_AGENT_MCA, " ".join(argv))

@@ -39,7 +39,7 @@ from pathlib import Path
 from mpijob.api import mpi_impl, names, sandbox_mode, tokens
 from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.api.sandbox_mode import SandboxMode
-from mpijob.controllers.kubelet import mpi_installs
+from mpijob.controllers.kubelet import mpi_installs, rank_agent
 from mpijob.controllers.kubelet.mpi_env import POD_TMP
 
 NAMESPACE, PROCESS = SandboxMode.NAMESPACE, SandboxMode.PROCESS  # the names the tests import
@@ -55,6 +55,11 @@ RESOLV = Path("/etc/resolv.conf")  # a link into /run on systemd-resolved hosts,
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SERVICE_ACCOUNT_DIR = "serviceaccount"  # in the pod's directory: what is mounted at kube's token path
 TRAINER_STATUS_DIR = "trainer-status"  # in the pod's directory: what is mounted at Trainer's (trainer_status.py)
+# The job's rank output (`rank_agent.py`): in the job's directory, where each pod sees it in namespace mode
+# (in its own /run, as STAGE), and the agent's copy in it, readable by every user of the job's pods
+RANK_OUTPUT_DIR = "rank-output"
+RANK_OUTPUT_MOUNT = "/run/mpijob-rank-output"
+RANK_AGENT_FILE = "rank_agent.py"
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,28 @@ class JobFiles:
 
     def pod_dir(self, pod: PodPlan) -> Path:
         return self.root / "pods" / pod.hostname
+
+    @property
+    def rank_output(self) -> Path:
+        return self.root / RANK_OUTPUT_DIR
+
+    def rank_agent_paths(self) -> tuple[str, str]:
+        """The rank agent's path and the rank-output directory's, as the pods see them."""
+        seen = Path(RANK_OUTPUT_MOUNT) if self.mode == SandboxMode.NAMESPACE else self.rank_output
+        return str(seen / RANK_AGENT_FILE), str(seen)
+
+    def write_rank_output(self, captured: bool) -> None:
+        """An empty rank-output directory for a run (none when its output is not `captured`), holding the
+        agent: sticky and writable by all (1733), so the ranks of each of the job's users add their files
+        and none lists or removes another's."""
+        d = self.rank_output
+        shutil.rmtree(d, ignore_errors=True)
+        if not captured:
+            return
+        d.mkdir(parents=True)
+        os.chmod(d, 0o1733)
+        shutil.copyfile(rank_agent.__file__, d / RANK_AGENT_FILE)
+        os.chmod(d / RANK_AGENT_FILE, 0o644)
 
     def service_account_dir(self, pod: PodPlan) -> Path:
         """The pod's ServiceAccount volume: mounted at kube's path in namespace mode, read where it is in
@@ -329,6 +356,8 @@ class JobFiles:
             mounts.append(("bind", self.service_account_dir(pod), names.SERVICE_ACCOUNT_MOUNT_PATH))
         if self.trainer_status_dir(pod).is_dir():
             mounts.append(("bind", self.trainer_status_dir(pod), names.TRAINER_STATUS_MOUNT_PATH))
+        if self.rank_output.is_dir():
+            mounts.append(("bind", self.rank_output, RANK_OUTPUT_MOUNT))
         # The shell stays PID 1 and runs the container command as its child: it exits with the
         # command's status (128 + signal when killed), which util-linux's `unshare --fork` would
         # otherwise turn into a bare 1 for a child killed by a signal.

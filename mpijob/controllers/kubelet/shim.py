@@ -33,6 +33,7 @@ from pathlib import Path
 
 from mpijob.api.mpi_output import LauncherOutput
 from mpijob.controllers.kubelet.cgroups import oom_kills
+from mpijob.controllers.kubelet.rank_files import RankFiles
 from mpijob.store.logfile import LogWriter
 
 SPEC, STATE, EXIT = "spec.json", "state.json", "exit.json"
@@ -136,8 +137,11 @@ def run(state_dir: Path, token: str) -> int:
         os.dup2(to, fd)
 
     writers = [LogWriter(Path(spec["log"]), LauncherOutput(**mpi) if mpi is not None else None) for _ in pipes]
+    ranks = RankFiles(Path(spec["rank_output"]), Path(spec["log"])) if spec.get("rank_output") else None
     _store_output([r for r, _ in pipes], writers, pod, held,
-                  Path(spec["ends_with"]) if spec.get("ends_with") else None)
+                  Path(spec["ends_with"]) if spec.get("ends_with") else None, ranks)
+    if ranks:
+        ranks.close()
     code = pod.wait()
     cgroup = spec.get("cgroup")
     oom = oom_kills(Path(cgroup["path"]), cgroup["version"]) if cgroup else 0
@@ -156,11 +160,12 @@ def _drain(fd: int, writer: LogWriter, into: queue.Queue[tuple[LogWriter, bytes]
 
 
 def _store_output(fds: list[int], writers: list[LogWriter], pod: subprocess.Popen[bytes], held: list[int],
-                  ends_with: Path | None) -> None:
+                  ends_with: Path | None, ranks: RankFiles | None = None) -> None:
     """Store the pod's streams until each has ended. A thread per stream only reads, so a pipe is emptied
     as fast as the pod fills it, whatever storing the lines costs (ranks read from tags, each line
     stamped); this thread stores them. So mpirun seldom finds its stdout full, and never when its job
-    ends: Open MPI 4.1's mpirun writes what it still holds then in one try per chunk."""
+    ends: Open MPI 4.1's mpirun writes what it still holds then in one try per chunk. `ranks`: the files
+    the ranks' agents write (`rank_agent.py`), read at each turn and before each chunk mpirun wrote."""
     chunks: queue.Queue[tuple[LogWriter, bytes]] = queue.Queue(maxsize=QUEUED_READS)
     for fd, writer in zip(fds, writers):
         threading.Thread(target=_drain, args=(fd, writer, chunks), daemon=True).start()
@@ -177,7 +182,11 @@ def _store_output(fds: list[int], writers: list[LogWriter], pod: subprocess.Pope
         try:
             writer, chunk = chunks.get(timeout=BLOCKING_CHECK if held else 1.0 if ends_with else None)
         except queue.Empty:
+            if ranks:
+                ranks.poll()
             continue
+        if ranks:
+            ranks.poll()
         if chunk:
             writer.write(chunk)
         else:

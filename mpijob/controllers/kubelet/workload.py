@@ -4,7 +4,8 @@ A kubelet sends SIGTERM to a container's PID 1. In an MPI job that reaches nobod
 a node's PID 1 is sshd, whose exit takes the ranks down with SIGKILL, and the launcher's `mpirun`
 aborts the job with the same (docs/checkpointing.md). So a pod stopped from outside gets SIGTERM at
 its workload instead: walking down its process tree from the sandbox, past sshd, ssh and every MPI
-implementation's launchers and daemons (`mpi_impl.LAUNCH_PROCESSES`), the first processes that are none
+implementation's launchers and daemons (`mpi_impl.LAUNCH_PROCESSES`) and the local cluster's rank agent
+(`rank_agent.py`), the first processes that are none
 of those (the ranks, a launcher's own program) and the shells above them.
 """
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpijob.api import mpi_impl
+from mpijob.controllers.kubelet import rank_agent
 
 DEFAULT_GRACE_SECONDS = 30  # a pod's terminationGracePeriodSeconds when its spec sets none, as in Kubernetes
 POLL = 0.05  # seconds between looks at whether the signalled processes are gone
@@ -55,7 +57,8 @@ def table() -> dict[int, Process]:
     return {p.pid: p for p in procs if p}
 
 
-_PASSED = frozenset(n[:COMM_LEN] for n in (*mpi_impl.LAUNCH_PROCESSES, *TRANSPORT))
+# the local cluster's rank agent passes signals on too, but the rank itself is signalled
+_PASSED = frozenset(n[:COMM_LEN] for n in (*mpi_impl.LAUNCH_PROCESSES, *TRANSPORT, rank_agent.PROCESS_NAME))
 
 
 def find(roots: Iterable[int], sandbox_depth: int, procs: dict[int, Process] | None = None) -> list[Process]:

@@ -39,6 +39,7 @@ class PodEnv:
     service_env: dict[str, str]  # the API server's Service variables, as pods reach it
     gpus: dict[str, list[int]] = field(default_factory=dict)  # pod name → its GPU indices
     status_url: str = ""
+    rank_agent: dict[str, str] = field(default_factory=dict)  # what starts each rank through the agent (mpi_env)
 
     def marker(self, pod: PodPlan) -> dict[str, str]:
         """Tags every process of the pod so a restarted server can find leftovers."""
@@ -70,6 +71,7 @@ class PodEnv:
         variables (`own`), which win (as a container's env wins over the kubelet's Service variables), and
         Trainer's status variables, which Trainer's plugin upserts over them."""
         env = {"PATH": pod_path(mpi_installs.prefix(self.impl)), **identity, **self.service_env, **self.local_mca,
+               **self.rank_agent,
                **mpi_installs.env(self.impl), "MPIJOB_CLUSTER": self.cluster_id, **self.devices(pod)}
         if self.files.mode == SandboxMode.PROCESS:
             env |= process_tmpdir(self.files.pod_dir(pod))

@@ -23,7 +23,7 @@ from mpijob.api.resources import PODS
 from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers.kubelet import mpi_installs, pods, shim, trainer_status, workload
 from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
-from mpijob.controllers.kubelet.mpi_env import YIELD_WHEN_IDLE
+from mpijob.controllers.kubelet.mpi_env import YIELD_WHEN_IDLE, rank_agent_env
 from mpijob.controllers.kubelet.network import JobNetwork, namespace_name
 from mpijob.controllers.kubelet.sandbox import (
     JobFiles,
@@ -75,6 +75,13 @@ class JobRunner(Readiness, Verdicts):
         self.env = PodEnv(plan, files, cluster_id, self.impl, local_mca(self.mode, yield_when_idle),
                           kubernetes_env(*address) if address else {}, self.gpus,
                           trainer_status.status_url(address, plan))
+        # The launcher's output is tagged (LOCAL_MCA); its log keeps the ranks and, unless the user asked for
+        # tags, drops them: `kubectl logs` shows what the program printed. Unless the user asked for tags or
+        # Hydra starts the ranks, each rank's output is read where it runs instead (`rank_agent.py`)
+        launcher = next(p for p in plan.pods if p.is_launcher)
+        self.keep_tags = asks_for_tags([*launcher.command, *launcher.args], values(launcher.env))
+        if not self.keep_tags and not self.impl.hydra:
+            self.env.rank_agent = rank_agent_env(*files.rank_agent_paths())
         self.procs: dict[Proc, pods.PodProcess] = {}
         self.exits: dict[Proc, pods.Exit] = {}
         self.cgroups: dict[str, PodCgroup] = {}  # pod name → its cgroup (namespace mode)
@@ -190,15 +197,12 @@ class JobRunner(Readiness, Verdicts):
         if cores := self.cores.get(pod.name):  # the whole pod, sshd sessions included, on its own cores
             argv = ["taskset", "-c", ",".join(map(str, cores)), *argv]
         cwd = None if self.mode == SandboxMode.NAMESPACE else home
-        # The launcher's output is tagged (LOCAL_MCA); its log keeps the ranks and, unless the user
-        # asked for tags, drops them: `kubectl logs` shows what the program printed.
-        mpi = None
-        if pod.is_launcher:
-            mpi = {"keep_tags": asks_for_tags([*pod.command, *pod.args], values(pod.env)), "hydra": self.impl.hydra}
+        mpi = {"keep_tags": self.keep_tags, "hydra": self.impl.hydra} if pod.is_launcher else None
+        captured = pod.is_launcher and bool(self.env.rank_agent)
         proc = self.procs[Proc(pod.name)] = await pods.spawn(
             self.logs, self.plan.namespace, pod.name, argv, base_env,
             self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.CONTAINER], cwd, mpi, cgroup,
-            None if pod.is_launcher else self._launcher_exit())
+            None if pod.is_launcher else self._launcher_exit(), self.files.rank_output if captured else None)
         if self.stopped:  # stopped while this pod was being spawned: it must not outlive the job
             proc.kill(signal.SIGTERM)
         # Ready as a kubelet sees it: a node once its sshd accepts the job key (the runtime's readiness
@@ -224,6 +228,7 @@ class JobRunner(Readiness, Verdicts):
         for pod in plan.pods:  # an earlier run's (suspended, resumed): not this one's, should a restart come
             for role in Role:  # before its pod starts (its launcher's exit, which the nodes watch, above all)
                 pods.forget(self.files.pod_dir(pod) / SUPERVISOR_DIR[role])
+        self.files.write_rank_output(bool(self.env.rank_agent))
         try:
             if self.mode == SandboxMode.NAMESPACE:
                 self.network = await JobNetwork.create(namespace_name(self.cluster_id, plan.uid))

@@ -1,0 +1,106 @@
+"""The rank agent (`controllers/kubelet/rank_agent.py`), run as Open MPI's daemons run it: the program sees
+what it would see without it (a terminal on stdout, a pipe on stderr, its stdin), every byte reaches the
+rank's files, and the agent ends as the program did — its exit code, its signal — so mpirun reports the
+same. Without a writable directory it steps aside and the output goes where it would have gone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mpijob.controllers.kubelet import rank_agent
+from mpijob.controllers.kubelet.rank_files import RankFiles
+
+from support import SLOWDOWN
+
+AGENT = [sys.executable, "-I", "-S", rank_agent.__file__]
+ENV = {"PATH": os.environ["PATH"], "OMPI_MCA_ess_base_jobid": "1617100801", "OMPI_COMM_WORLD_RANK": "3"}
+
+
+def run(tmp_path: Path, program: str, **kw: object) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*AGENT, str(tmp_path), sys.executable, "-c", program], env=ENV, capture_output=True,
+                          timeout=30 * SLOWDOWN, check=False, **kw)  # type: ignore[call-overload]
+
+
+def test_every_byte_reaches_the_ranks_files_and_the_program_sees_a_terminal_and_a_pipe(tmp_path: Path) -> None:
+    program = ("import os, sys, stat\n"
+               "print('stdout is a tty:', os.isatty(1))\n"
+               "print('stderr is a fifo:', stat.S_ISFIFO(os.fstat(2).st_mode), file=sys.stderr)\n"
+               "print('stdin:', sys.stdin.read())\n"
+               "for i in range(100000): print(i)\n"
+               "sys.stdout.buffer.write(b'\\xff no newline')\n")
+    done = run(tmp_path, program, input=b"from the daemon")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == done.stderr == b""  # nothing through the daemon: all of it in the files
+    out = (tmp_path / "1617100801.3.1").read_bytes()
+    assert out.startswith(b"stdout is a tty: True\nstdin: from the daemon\n0\n1\n")
+    assert out.endswith(b"99999\n\xff no newline")
+    assert out.count(b"\n") == 100002 and b"\r" not in out  # no terminal processing: `\n` stays `\n`
+    assert (tmp_path / "1617100801.3.2").read_bytes() == b"stderr is a fifo: True\n"
+    assert (tmp_path / "1617100801.3.1").stat().st_mode & 0o777 == 0o600
+
+
+def test_it_ends_with_the_programs_exit_code_or_signal(tmp_path: Path) -> None:
+    assert run(tmp_path, "import sys; sys.exit(7)").returncode == 7
+    killed = run(tmp_path, "import os, sys; sys.stdout.write('partial'); sys.stdout.flush(); os.kill(os.getpid(), 9)")
+    assert killed.returncode == -signal.SIGKILL
+    assert (tmp_path / "1617100801.3.1").read_bytes() == b"partial"  # the line cut by its death, kept
+
+
+def test_signals_reach_the_program(tmp_path: Path) -> None:
+    program = ("import signal, sys, time\n"
+               "signal.signal(signal.SIGTERM, lambda *a: (print('checkpointed', flush=True), sys.exit(143)))\n"
+               "print('ready', flush=True); time.sleep(60)\n")
+    agent = subprocess.Popen([*AGENT, str(tmp_path), sys.executable, "-c", program], env=ENV)
+    out = tmp_path / "1617100801.3.1"
+    deadline = time.monotonic() + 20 * SLOWDOWN
+    while not (out.exists() and out.read_bytes()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert Path(f"/proc/{agent.pid}/comm").read_text().strip() == rank_agent.PROCESS_NAME
+    agent.send_signal(signal.SIGTERM)
+    assert agent.wait(timeout=20 * SLOWDOWN) == 143
+    assert out.read_bytes() == b"ready\ncheckpointed\n"
+
+
+def test_a_child_left_holding_stdout_does_not_keep_the_rank_running(tmp_path: Path) -> None:
+    program = "import subprocess; print(subprocess.Popen(['sleep', '30']).pid)"
+    t0 = time.monotonic()
+    done = run(tmp_path, program)
+    assert done.returncode == 0 and time.monotonic() - t0 < 10 * SLOWDOWN
+    os.kill(int((tmp_path / "1617100801.3.1").read_text()), signal.SIGKILL)
+
+
+def test_without_a_writable_directory_it_runs_the_program_in_its_place(tmp_path: Path) -> None:
+    agent = subprocess.Popen([*AGENT, str(tmp_path / "missing"), sys.executable, "-c", "import os; print(os.getpid())"],
+                             env=ENV, stdout=subprocess.PIPE)
+    out, _ = agent.communicate(timeout=30 * SLOWDOWN)
+    assert agent.returncode == 0
+    assert int(out) == agent.pid  # the program itself, its output through the daemon
+
+
+def test_the_launchers_supervisor_stores_each_ranks_lines_beside_its_rank(tmp_path: Path) -> None:
+    ranks, log = tmp_path / "ranks", tmp_path / "log"
+    ranks.mkdir()
+    (ranks / rank_agent.FILE.pattern).write_bytes(b"not a rank's file\n")
+    (ranks / "prterun-vm-1@1.0.1").write_bytes(b"zero\nhalf")
+    (ranks / "prterun-vm-1@1.12.2").write_bytes(b"twelve\n")
+    files = RankFiles(ranks, log)
+    files.poll()
+    with open(ranks / "prterun-vm-1@1.0.1", "ab") as f:
+        f.write(b" a line\n")
+    files.close()
+    stored = [ln.split(b" ", 1)[1] for ln in log.read_bytes().split(b"\n")[:-1]]
+    assert sorted(stored) == [b"0 half a line", b"0 zero", b"12 twelve"]
+
+
+@pytest.mark.parametrize("path", ["/home/a user/ranks", "/tmp/ranks\tx"])
+def test_a_path_with_a_space_gives_no_agent(path: str) -> None:
+    from mpijob.controllers.kubelet.mpi_env import rank_agent_env
+    assert rank_agent_env("/x/rank_agent.py", path) == {}
+    assert set(rank_agent_env("/x/rank_agent.py", "/tmp/ranks")) == {"OMPI_MCA_orte_fork_agent",
+                                                                     "PRTE_MCA_odls_base_exec_agent"}
