@@ -33,7 +33,7 @@ from mpijob.api.mpi_output import LauncherOutput
 
 PYTHON = sys.executable  # the venv's: every pod reaches it
 # What each rank prints, as fast as Python can. `long` lines (about 40 bytes) are what training logs look
-# like; `short` ones (about 8) overflow Open MPI 4.1's tagging buffer (docs/logs.md, "Limits").
+# like; `short` ones (about 8) overflow Open MPI 4.1's tagging buffer (docs/logs.md).
 CASES = {"long": "f'rank {r} line {i} of a fast printer'", "short": "f'{r} {i}'"}
 LINE = {"long": re.compile(r"rank (\d+) line (\d+) of a fast printer"), "short": re.compile(r"(\d+) (\d+)")}
 BARE_TIMEOUT_S = 600
@@ -92,7 +92,7 @@ def ours(http: Any, case: str, ranks: int, lines: int) -> Obj:
 
 def bare(case: str, ranks: int, lines: int, tagged: bool, tmp: Path) -> Obj:
     """The same program under the machine's `mpirun -n ranks`, stdout to a file, by hand (no cluster);
-    `tagged` adds `--tag-output`, which the local cluster turns on, and reads the tags as the cluster does."""
+    `tagged` adds `--tag-output` and reads the tags as the cluster does with what passes through mpirun."""
     out_file = tmp / f"bare-{case}-{int(tagged)}.out"
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}

@@ -18,7 +18,7 @@ from mpijob.controllers.kubelet.rank_files import RankFiles
 
 from support import SLOWDOWN
 
-AGENT = [sys.executable, "-I", "-S", rank_agent.__file__]
+AGENT = ["/bin/sh", "-c", rank_agent.LAUNCH, "rank_agent.sh", sys.executable, rank_agent.__file__]  # as the daemons do
 ENV = {"PATH": os.environ["PATH"], "OMPI_MCA_ess_base_jobid": "1617100801", "OMPI_COMM_WORLD_RANK": "3"}
 
 
@@ -43,6 +43,15 @@ def test_every_byte_reaches_the_ranks_files_and_the_program_sees_a_terminal_and_
     assert out.count(b"\n") == 100002 and b"\r" not in out  # no terminal processing: `\n` stays `\n`
     assert (tmp_path / "1617100801.3.2").read_bytes() == b"stderr is a fifo: True\n"
     assert (tmp_path / "1617100801.3.1").stat().st_mode & 0o777 == 0o600
+
+
+def test_the_program_starts_with_no_signal_ignored_that_the_daemon_did_not_ignore(tmp_path: Path) -> None:
+    """Python ignores SIGPIPE in the agent; the program must not inherit that (`yes | head` would never end)."""
+    done = subprocess.run([*AGENT, str(tmp_path), "grep", "^SigIgn", "/proc/self/status"], env=ENV, check=False,
+                          timeout=30 * SLOWDOWN)
+    assert done.returncode == 0
+    ignored = int((tmp_path / "1617100801.3.1").read_text().split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1) | 1 << (signal.SIGXFSZ - 1)), hex(ignored)
 
 
 def test_it_ends_with_the_programs_exit_code_or_signal(tmp_path: Path) -> None:
@@ -98,9 +107,18 @@ def test_the_launchers_supervisor_stores_each_ranks_lines_beside_its_rank(tmp_pa
     assert sorted(stored) == [b"0 half a line", b"0 zero", b"12 twelve"]
 
 
+def test_where_its_python_cannot_run_the_program_runs_in_its_place(tmp_path: Path) -> None:
+    """A root pod's own home hides a Python under /root: the rank runs all the same, its output through mpirun."""
+    hidden = [*AGENT[:4], str(tmp_path / "no-python"), rank_agent.__file__, str(tmp_path), sys.executable, "-c"]
+    done = subprocess.run([*hidden, "print('ran')"], env=ENV, capture_output=True, timeout=30 * SLOWDOWN,
+                          check=False)
+    assert (done.returncode, done.stdout) == (0, b"ran\n")
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("path", ["/home/a user/ranks", "/tmp/ranks\tx"])
 def test_a_path_with_a_space_gives_no_agent(path: str) -> None:
     from mpijob.controllers.kubelet.mpi_env import rank_agent_env
-    assert rank_agent_env("/x/rank_agent.py", path) == {}
-    assert set(rank_agent_env("/x/rank_agent.py", "/tmp/ranks")) == {"OMPI_MCA_orte_fork_agent",
-                                                                     "PRTE_MCA_odls_base_exec_agent"}
+    assert rank_agent_env("/x/rank_agent.sh", "/x/rank_agent.py", path) == {}
+    assert set(rank_agent_env("/x/rank_agent.sh", "/x/rank_agent.py", "/tmp/ranks")) == {
+        "OMPI_MCA_orte_fork_agent", "PRTE_MCA_odls_base_exec_agent"}

@@ -37,6 +37,7 @@ from support import (
     get_trainjob,
     job_pods,
     launcher_of,
+    pod_log,
     trainjob,
     wait_finished,
     wait_for,
@@ -48,11 +49,14 @@ RUNTIME = "ee-bounds-elsewhere"
 ELSEWHERE = "ssh-keygen -q -t ed25519 -N '' -f $HOME/hk && exec /usr/sbin/sshd -De -p 2223 -h $HOME/hk"
 HANG_AGENT = ('printf "#!/bin/sh\\nexec sleep 600\\n" > $HOME/agent && chmod +x $HOME/agent && echo starting && '
               "mpirun --mca plm_rsh_agent $HOME/agent hostname")
+LEFTOVER = "sleep 300 & sleep 3; echo done $OMPI_COMM_WORLD_RANK"
 BUSY = "echo up; timeout 15 sh -c 'while :; do :; done' || true"
 JOBS: dict[str, tuple[list[str], dict[str, str]]] = {
     "bd-wireup": (["bash", "-c", HANG_AGENT], {names.ANNOTATION_WIREUP_TIMEOUT: "6s"}),
-    "bd-hung": (["mpirun", "bash", "-c", "sleep 300 & sleep 3; echo done $OMPI_COMM_WORLD_RANK"],
-                {names.ANNOTATION_EXIT_GRACE: "3s"}),
+    # A rank's leftover child holds the output the daemon gave it, so mpirun waits for ever: so it does when the
+    # command asks for tags, which go through mpirun; otherwise the rank agent ends with its rank (`leftover`)
+    "bd-hung": (["mpirun", "--tag-output", "bash", "-c", LEFTOVER], {names.ANNOTATION_EXIT_GRACE: "3s"}),
+    "bd-leftover": (["mpirun", "bash", "-c", LEFTOVER], {names.ANNOTATION_EXIT_GRACE: "3s"}),
     "bd-stall": (["mpirun", "bash", "-c", "echo up; sleep 300"], {names.ANNOTATION_STALL_TIMEOUT: "5s"}),
     "bd-busy": (["mpirun", "bash", "-c", BUSY], {names.ANNOTATION_STALL_TIMEOUT: "5s"}),
     "bd-stall-fail": (["mpirun", "bash", "-c", "echo up; sleep 300"],
@@ -205,6 +209,14 @@ def test_an_mpirun_outliving_its_ranks_ends_the_job_as_its_ranks_did(
     assert warning.endswith("(no rank failed; exit codes read: rank 0: 0, rank 1: 0)"), warning
     launcher = launcher_of(job_pods(api, "bd-hung"))
     assert launcher["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+
+
+def test_a_ranks_leftover_child_does_not_keep_its_job_running(api: httpx.Client, started: dict[str, float]) -> None:
+    tj = wait_finished(api, "bd-leftover", timeout=180)
+    assert condition(tj, "Complete") is not None, tj["status"]
+    assert _warnings(api, "bd-leftover", names.REASON_LAUNCHER_HUNG) == []
+    log = pod_log(api, launcher_of(job_pods(api, "bd-leftover"))["metadata"]["name"])
+    assert sorted(log.split("\n")) == ["", "done 0", "done 1"], log
 
 
 def test_silent_sleeping_ranks_look_stalled(api: httpx.Client, started: dict[str, float]) -> None:

@@ -56,10 +56,10 @@ def process_tmpdir(pod_dir: Path) -> dict[str, str]:
 RANK_AGENT_MCA = ("OMPI_MCA_orte_fork_agent", "PRTE_MCA_odls_base_exec_agent")
 
 
-def rank_agent_env(agent: str, directory: str) -> dict[str, str]:
-    """The variables that start every rank through `agent` writing into `directory` (paths as pods see
-    them); none when a path holds a space."""
-    argv = [sys.executable, "-I", "-S", agent, directory]
+def rank_agent_env(launch: str, agent: str, directory: str) -> dict[str, str]:
+    """The variables that start every rank through `launch` (`rank_agent.LAUNCH`) and `agent`, writing into
+    `directory` (paths as pods see them); none when a path holds a space."""
+    argv = ["/bin/sh", launch, sys.executable, agent, directory]
     if any(" " in a or "\t" in a for a in argv):
         return {}
     return dict.fromkeys(RANK_AGENT_MCA, " ".join(argv))

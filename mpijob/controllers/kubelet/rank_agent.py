@@ -12,8 +12,10 @@ rank and stream in the job's rank-output directory, and ends as the rank ended (
 signal). The launcher's supervisor (`rank_files.py`) stores those lines with their rank.
 
 Run as `python -I -S rank_agent.py <directory> <program> [args...]`, so it starts in a few milliseconds:
-it imports nothing but the standard library. When it cannot capture (the directory is gone or not
-writable), it runs the program in its place, and the output goes through `mpirun` as it would without it.
+it imports nothing but the standard library. The daemons start it through `LAUNCH`, which runs the program
+itself where that Python cannot run (a root pod's own home hides a Python under `/root`). When it cannot
+capture (the directory is gone or not writable), it runs the program in its place, and the output goes
+through `mpirun` as it would without it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,17 @@ LEFTOVER_WAIT = 0.2  # seconds without output after which a rank that has exited
 # left behind may hold its stdout open for ever)
 FORWARDED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2,
              signal.SIGCONT, signal.SIGALRM)
+# What Python ignores at start-up, which an exec'd program would inherit ignored: Open MPI's daemon gives a
+# rank these at their default, as a program expects (a pipe's reader gone ends `yes | head`)
+RESET = (signal.SIGPIPE, signal.SIGXFSZ)
+# What the daemons run (`/bin/sh <this file> <python> <agent> <directory> <program> [args...]`): the agent
+# when its Python can run in the pod, else the program, so a rank never fails for want of its agent
+LAUNCH = """\
+python=$1 agent=$2 directory=$3
+shift 3
+[ -x "$python" ] && [ -r "$agent" ] && exec "$python" -I -S "$agent" "$directory" "$@"
+exec "$@"
+"""
 
 
 def file_name(env: Mapping[str, str], fd: int) -> str:
@@ -121,6 +134,8 @@ def main(argv: list[str]) -> None:
     err_read, err_write = os.pipe()
     pid = os.fork()
     if pid == 0:
+        for sig in RESET:
+            signal.signal(sig, signal.SIG_DFL)
         os.dup2(child_end, 1)
         os.dup2(err_write, 2)
         for fd in (terminal, child_end, err_read, err_write, *files):

@@ -59,7 +59,7 @@ TRAINER_STATUS_DIR = "trainer-status"  # in the pod's directory: what is mounted
 # (in its own /run, as STAGE), and the agent's copy in it, readable by every user of the job's pods
 RANK_OUTPUT_DIR = "rank-output"
 RANK_OUTPUT_MOUNT = "/run/mpijob-rank-output"
-RANK_AGENT_FILE = "rank_agent.py"
+RANK_AGENT_FILE, RANK_LAUNCH_FILE = "rank_agent.py", "rank_agent.sh"
 
 
 @dataclass(frozen=True)
@@ -174,10 +174,10 @@ class JobFiles:
     def rank_output(self) -> Path:
         return self.root / RANK_OUTPUT_DIR
 
-    def rank_agent_paths(self) -> tuple[str, str]:
-        """The rank agent's path and the rank-output directory's, as the pods see them."""
+    def rank_agent_paths(self) -> tuple[str, str, str]:
+        """The rank agent's launcher's, the agent's and the rank-output directory's paths, as pods see them."""
         seen = Path(RANK_OUTPUT_MOUNT) if self.mode == SandboxMode.NAMESPACE else self.rank_output
-        return str(seen / RANK_AGENT_FILE), str(seen)
+        return str(seen / RANK_LAUNCH_FILE), str(seen / RANK_AGENT_FILE), str(seen)
 
     def write_rank_output(self, captured: bool) -> None:
         """An empty rank-output directory for a run (none when its output is not `captured`), holding the
@@ -190,6 +190,7 @@ class JobFiles:
         d.mkdir(parents=True)
         os.chmod(d, 0o1733)
         shutil.copyfile(rank_agent.__file__, d / RANK_AGENT_FILE)
+        _write(d / RANK_LAUNCH_FILE, rank_agent.LAUNCH, 0o644)
         os.chmod(d / RANK_AGENT_FILE, 0o644)
 
     def service_account_dir(self, pod: PodPlan) -> Path:
