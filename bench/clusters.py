@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.home import Home
 
 
@@ -22,24 +22,24 @@ def temp_home(prefix: str) -> Iterator[Home]:
 
 @contextmanager
 def serving(home: Home, env: dict[str, str] | None = None, controllers: bool = True,
-            timeout: float = 60.0, stop_timeout: float = 30.0) -> Iterator[supervisor.ServerInfo]:
+            timeout: float = 60.0, stop_timeout: float = 30.0) -> Iterator[server_process.ServerInfo]:
     """A server for `home` for the length of the block, then stopped with drain, so its jobs' pods go too —
     also when the block (or the start itself) fails or is interrupted; a second Ctrl-C during the drain
     still stops it, without draining. `controllers=False`: an API server only (no pods run)."""
     extra = dict(env or {}) | ({} if controllers else {"MPIJOB_NO_CONTROLLERS": "1"})
     try:
-        yield supervisor.start(home, timeout=timeout, env=extra)
+        yield server_process.start(home, timeout=timeout, env=extra)
     finally:
         try:
-            supervisor.stop(home, timeout=stop_timeout, drain=True)
+            server_process.stop(home, timeout=stop_timeout, drain=True)
         except KeyboardInterrupt:
-            supervisor.stop(home, timeout=5)
+            server_process.stop(home, timeout=5)
             raise
 
 
 @contextmanager
 def temp_cluster(prefix: str, env: dict[str, str] | None = None, controllers: bool = True,
-                 timeout: float = 60.0, stop_timeout: float = 30.0) -> Iterator[tuple[Home, supervisor.ServerInfo]]:
+                 timeout: float = 60.0, stop_timeout: float = 30.0) -> Iterator[tuple[Home, server_process.ServerInfo]]:
     """`serving` on a `temp_home`: the one set-up of every bench that needs one local cluster."""
     with temp_home(prefix) as home, serving(home, env, controllers, timeout, stop_timeout) as info:
         yield home, info
@@ -47,7 +47,7 @@ def temp_cluster(prefix: str, env: dict[str, str] | None = None, controllers: bo
 
 @contextmanager
 def temp_clusters(prefix: str, envs: dict[str, dict[str, str]],
-                  controllers: bool = True) -> Iterator[dict[str, supervisor.ServerInfo]]:
+                  controllers: bool = True) -> Iterator[dict[str, server_process.ServerInfo]]:
     """One `temp_cluster` per side of an A/B bench (side → its server's env), all running at once; every
     one started is stopped, the last first, whatever happens."""
     with ExitStack() as stack:

@@ -39,7 +39,7 @@ from startup import BenchError
 from surfaces import ready_client
 
 from mpijob.api import names, runtimes
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.home import Home
 
 NAMESPACE = "default"
@@ -100,7 +100,7 @@ def cpu_hogs(count: int) -> Iterator[None]:
 
 
 @contextmanager
-def unprivileged_cluster() -> Iterator[supervisor.ServerInfo]:
+def unprivileged_cluster() -> Iterator[server_process.ServerInfo]:
     """A server run by an ordinary user (made if missing), as someone without root runs it: the process
     sandbox, every pod that user's. An interpreter under a 0700 /root (pyenv) is bound back into a tmpfs
     /root in a mount namespace of the server's own."""
@@ -123,7 +123,7 @@ def unprivileged_cluster() -> Iterator[supervisor.ServerInfo]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
-        while (info := supervisor.status(home)) is None:
+        while (info := server_process.status(home)) is None:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise BenchError(f"the unprivileged server did not start (see {home.server_log})")
             time.sleep(0.1)
@@ -135,7 +135,7 @@ def unprivileged_cluster() -> Iterator[supervisor.ServerInfo]:
 
 
 @contextmanager
-def cluster(mode: str) -> Iterator[supervisor.ServerInfo]:
+def cluster(mode: str) -> Iterator[server_process.ServerInfo]:
     if mode == UNPRIVILEGED:
         with unprivileged_cluster() as info:
             yield info

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clusters import serving, temp_home
 
 from mpijob.api import names
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.history import DAY, History, JobRecord
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,7 +110,7 @@ def measures(now: float) -> dict[str, tuple[list[str], str, list[str]]]:
     }
 
 
-def server_side(info: supervisor.ServerInfo, db: Path, runs: int) -> dict[str, object]:
+def server_side(info: server_process.ServerInfo, db: Path, runs: int) -> dict[str, object]:
     """In process, without start-up: one API request for the newest 100 of every namespace (the server's
     query and JSON) against the same rows from SQLite directly, 10 samples a run per side."""
     config = json.loads(info.kubeconfig.read_text())

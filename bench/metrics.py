@@ -39,13 +39,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clusters import temp_clusters
 from surfaces import timed_gets
 
-from mpijob.store import supervisor
+from mpijob.store import server_process
 
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs"
 METRICS_API = "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods"
 
 
-def _client(info: supervisor.ServerInfo) -> httpx.Client:
+def _client(info: server_process.ServerInfo) -> httpx.Client:
     config = json.loads(info.kubeconfig.read_text())
     ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
     return httpx.Client(base_url=info.url, verify=ssl.create_default_context(cadata=ca),

@@ -33,12 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clusters import temp_clusters
 from surfaces import timed_gets
 
-from mpijob.store import supervisor
+from mpijob.store import server_process
 
 RBAC_V1 = "/apis/rbac.authorization.k8s.io/v1"
 
 
-def _client(info: supervisor.ServerInfo, token: str | None = None) -> httpx.Client:
+def _client(info: server_process.ServerInfo, token: str | None = None) -> httpx.Client:
     config = json.loads(info.kubeconfig.read_text())
     ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
     bearer = token or config["users"][0]["user"]["token"]
@@ -46,7 +46,7 @@ def _client(info: supervisor.ServerInfo, token: str | None = None) -> httpx.Clie
                         headers={"Authorization": f"Bearer {bearer}"}, timeout=60)
 
 
-def _populate(info: supervisor.ServerInfo, bindings: int) -> str:
+def _populate(info: server_process.ServerInfo, bindings: int) -> str:
     """The objects; returns bench-user's token."""
     with _client(info) as admin:
         for i in range(50):

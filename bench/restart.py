@@ -29,7 +29,7 @@ from startup import BenchError, parse_runs  # the sibling bench modules
 from surfaces import create, delete_all, raw_client, ready_client, trainjob
 
 from mpijob.controllers.kubelet import pods
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
 
@@ -90,8 +90,8 @@ def supervisors_pss(server_pid: int) -> tuple[int, float]:
     return count, kb / 1024
 
 
-def kill_server(info: supervisor.ServerInfo) -> None:
-    """kill -9, and reap it (our child: `supervisor.start`) so it is really gone."""
+def kill_server(info: server_process.ServerInfo) -> None:
+    """kill -9, and reap it (our child: `server_process.start`) so it is really gone."""
     os.kill(info.pid, signal.SIGKILL)
     try:
         os.waitpid(info.pid, 0)
@@ -99,9 +99,9 @@ def kill_server(info: supervisor.ServerInfo) -> None:
         pass
 
 
-def timed_start(home: Home) -> tuple[supervisor.ServerInfo, float]:
+def timed_start(home: Home) -> tuple[server_process.ServerInfo, float]:
     t0 = time.perf_counter()
-    info = supervisor.start(home, timeout=120)
+    info = server_process.start(home, timeout=120)
     return info, time.perf_counter() - t0
 
 
@@ -207,7 +207,7 @@ def bench_restart(runs: int) -> Obj:
         for _ in range(runs):
             kill_server(info)
             t0 = time.perf_counter()
-            info = supervisor.start(home, timeout=120)
+            info = server_process.start(home, timeout=120)
             busy_ready.append(time.perf_counter() - t0)
             with raw_client(info.kubeconfig) as http:
                 busy_adopted.append(wait_readopted(http, names, before, pods_per_job, t0))
@@ -221,7 +221,7 @@ def bench_restart(runs: int) -> Obj:
         with raw_client(info.kubeconfig) as http:
             delete_all(http, names, timeout=120)
     finally:
-        supervisor.stop(home, drain=True)
+        server_process.stop(home, drain=True)
         left = marked(cluster)
         if left:
             print(f"bench/restart.py: killing {len(left)} processes with the cluster marker left after the "
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         result = {"supervisor": asyncio.run(supervisor_cost()), "restart": {"runs": runs, **bench_restart(runs)}}
-    except (BenchError, supervisor.ServerError, httpx.HTTPError, OSError) as exc:
+    except (BenchError, server_process.ServerError, httpx.HTTPError, OSError) as exc:
         print(f"bench/restart.py: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(result, indent=2))

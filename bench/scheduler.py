@@ -36,7 +36,7 @@ from mpijob.api.names import KUEUE_API_VERSION, LABEL_PRIORITY_CLASS, LABEL_QUEU
 from mpijob.controllers.kueue.queueing import Queueing
 from mpijob.controllers.kueue.scheduler import Admit, Pending, Preempt, schedule
 from mpijob.controllers.kueue.workloads import SnapshotCache, build_snapshot, render_workload
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.objects import Store
 
 SEED = 4  # the synthetic cluster is the same on every invocation
@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         with temp_cluster("mpijob-bench-home-", env={"MPIJOB_CAPACITY": E2E_CAPACITY}) as (_, info):
             end_to_end = asyncio.run(e2e(info.kubeconfig, args.jobs, args.namespaces))
             end_to_end["sandbox_mode"] = info.sandbox_mode
-    except (BenchError, supervisor.ServerError, httpx.HTTPError, OSError) as exc:
+    except (BenchError, server_process.ServerError, httpx.HTTPError, OSError) as exc:
         print(f"bench/scheduler.py: end-to-end part failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(json.dumps({"decision": decision, "end_to_end": end_to_end}, indent=2))

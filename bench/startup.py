@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import handrun
 from clusters import temp_cluster
 
-from mpijob.store import supervisor
+from mpijob.store import server_process
 
 NODES = 4
 TARGET_OVERHEAD_S = 0.5
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with temp_cluster("mpijob-bench-home-") as (_, info):
             result = asyncio.run(bench(runs, info.kubeconfig, info.sandbox_mode))
-    except (BenchError, handrun.BaselineError, supervisor.ServerError, httpx.HTTPError, OSError) as exc:
+    except (BenchError, handrun.BaselineError, server_process.ServerError, httpx.HTTPError, OSError) as exc:
         print(f"bench/startup.py: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(result, indent=2))

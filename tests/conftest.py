@@ -13,9 +13,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.home import Home
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import https_client, kubectl_runner, scaled
 
@@ -60,13 +60,13 @@ class Servers:
     def start(self, name: str, *, controllers: bool = True, home: Path | None = None,
               env: dict[str, str] | None = None) -> ServerInfo:
         h = Home(home or self.root / name).ensure()
-        info = supervisor.start(h, timeout=scaled(60), env={**(env or {}), **({} if controllers else NO_CONTROLLERS)})
+        info = server_process.start(h, timeout=scaled(60), env={**(env or {}), **({} if controllers else NO_CONTROLLERS)})
         self.started.append(h)
         return info
 
     def stop_all(self) -> None:
         for h in self.started:
-            supervisor.stop(h, timeout=scaled(20), drain=True)  # nothing of a test outlives its session
+            server_process.stop(h, timeout=scaled(20), drain=True)  # nothing of a test outlives its session
         self.started.clear()
 
 

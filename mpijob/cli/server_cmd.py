@@ -11,7 +11,7 @@ from mpijob.cli.session import handles_errors
 from mpijob.store.home import Home
 
 if TYPE_CHECKING:
-    from mpijob.store import supervisor
+    from mpijob.store import server_process
 
 server_app = typer.Typer(help="Run the local cluster (state in $MPIJOB_HOME).", no_args_is_help=True,
                          rich_markup_mode=None)
@@ -20,7 +20,7 @@ server_app = typer.Typer(help="Run the local cluster (state in $MPIJOB_HOME).", 
 LABELS = {"auditLog": "audit log"}  # a JSON key of `status -o json` that is not snake_case → its words
 
 
-def _print_info(info: "supervisor.ServerInfo") -> None:
+def _print_info(info: "server_process.ServerInfo") -> None:
     for key, value in info.to_dict().items():
         print(f"{LABELS.get(key, key.replace('_', ' ')) + ':':<14}{value}")
 
@@ -33,19 +33,20 @@ def start(
         help="Override detected capacity, e.g. nvidia.com/gpu=8,cpu=16,memory=64Gi (any subset).")] = "",
 ) -> None:
     """Start the local cluster in the background; return once it serves requests."""
-    from mpijob.store import supervisor  # its imports (ssl, urllib, subprocess) only when used
+    from mpijob.store import server_process  # its imports (ssl, urllib, subprocess) only when used
 
     home = Home.default()
     if capacity:
         from mpijob.api.kueue.capacity import parse_capacity
 
         parse_capacity(capacity)  # refuse a bad value here, before a server is started
-    if supervisor.status(home) is None:
+    if server_process.status(home) is None:
         output.info(f"starting local cluster in {home.root}…")
     elif capacity:
         output.info("the local cluster is already running: stop it first to change its capacity")
     try:
-        info = supervisor.start(home.ensure(), timeout=timeout, env={"MPIJOB_CAPACITY": capacity} if capacity else None)
+        info = server_process.start(home.ensure(), timeout=timeout,
+                                    env={"MPIJOB_CAPACITY": capacity} if capacity else None)
     except TimeoutError as exc:
         output.error(exc)
         raise typer.Exit(int(Exit.TIMEOUT)) from None
@@ -86,13 +87,13 @@ def stop(
 ) -> None:
     """Stop the local cluster. Running jobs run on under their pods' supervisors and are re-adopted at the
     next start (docs/restarts.md), unless --drain."""
-    from mpijob.store import supervisor  # its imports (ssl, urllib, subprocess) only when used
+    from mpijob.store import server_process  # its imports (ssl, urllib, subprocess) only when used
 
     home = Home.default()
-    running = _running_jobs(home) if supervisor.status(home) else []
+    running = _running_jobs(home) if server_process.status(home) else []
     if drain and running:
         running = _drain(home, running, drain_timeout)
-    if not supervisor.stop(home, timeout=timeout or (120 if drain else 30), drain=drain):
+    if not server_process.stop(home, timeout=timeout or (120 if drain else 30), drain=drain):
         output.info(f"local cluster in {home.root} is not running")
     elif drain and running:
         output.info(f"local cluster in {home.root} stopped; {len(running)} job(s) still running were stopped and "
@@ -139,10 +140,10 @@ def status(
     """Print url, pid, kubeconfig, home, sandbox mode, version and audit log; exit 8 when not running.
 
     The audit log (`auditLog` in JSON) is the file `mpijob audit` reads."""
-    from mpijob.store import supervisor  # its imports (ssl, urllib, subprocess) only when used
+    from mpijob.store import server_process  # its imports (ssl, urllib, subprocess) only when used
 
     home = Home.default()
-    info = supervisor.status(home)
+    info = server_process.status(home)
     if info is None:
         output.info(f"local cluster in {home.root} is not running (start it: mpijob server start)")
         raise typer.Exit(int(Exit.UNAVAILABLE))

@@ -41,17 +41,17 @@ def local_kubeconfig(start: bool = True, notify: Callable[[str], None] = _stderr
     """The kubeconfig of the local cluster in `$MPIJOB_HOME`, starting the server when it is down.
 
     Raises `Unreachable` when it is down and `start` is false."""
-    from mpijob.store import supervisor
+    from mpijob.store import server_process
 
     home = Home.default()
-    info = supervisor.running(home)
+    info = server_process.running(home)
     if info is None:
         if not start:
             raise Unreachable(str(home.root), "the local cluster is not running (`mpijob server start`)")
         notify(f"starting local cluster in {home.root}…")
         try:
-            info = supervisor.start(home.ensure())
-        except Exception as exc:  # the supervisor reports why (it includes the server log tail)
+            info = server_process.start(home.ensure())
+        except Exception as exc:  # server_process.start says why (with the server log's tail)
             raise Unreachable(str(home.root), f"the local cluster failed to start: {exc}") from exc
     return Path(info.kubeconfig)
 

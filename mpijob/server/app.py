@@ -29,7 +29,7 @@ from mpijob.server.sessions import Sessions
 from mpijob.server.state import Cluster
 from mpijob.store.home import Home
 from mpijob.store.objects import Store
-from mpijob.store.supervisor import DRAIN_SIGNAL
+from mpijob.store.server_process import DRAIN_SIGNAL
 
 log = logging.getLogger("mpijob.server")
 

@@ -1,4 +1,4 @@
-"""Running the server in the foreground until a signal: the process `store.supervisor.start` launches.
+"""Running the server in the foreground until a signal: the process `store.server_process.start` launches.
 
 One server per home, enforced with an exclusive lock on the pidfile, so a stale pidfile left by a
 killed server is simply overwritten. The state file is written once the server answers.
@@ -18,7 +18,7 @@ from typing import Any
 from mpijob._version import __version__
 from mpijob.api import sandbox_mode
 from mpijob.store.home import Home
-from mpijob.store.supervisor import ServerError
+from mpijob.store.server_process import ServerError
 
 log = logging.getLogger("mpijob.server")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 from cli_support import Invoke, trainjob_names
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.home import Home
 
 
@@ -142,7 +142,7 @@ def test_stopped_server_exits_8(mpijob: Invoke, new_server: Any, tmp_path: Path)
     kc = tmp_path / "stopped-kubeconfig"
     kc.write_text(Path(info.kubeconfig).read_text())
     kc.chmod(0o600)
-    supervisor.stop(Home(info.home), timeout=20)
+    server_process.stop(Home(info.home), timeout=20)
     r = mpijob("get", "trainjobs", "--kubeconfig", str(kc))
     assert r.exit_code == 8 and "cannot reach the API server" in r.stderr and r.stdout == ""
 

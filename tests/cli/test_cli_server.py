@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from cli_support import MPIJOB_BIN
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.home import Home
 
 
@@ -46,7 +46,7 @@ def test_kubeconfig_starts_the_local_cluster_on_demand(tmp_path: Path) -> None:
         assert stopped.returncode == 0 and "stopped" in stopped.stderr
         assert _mpijob(home, "server", "status").returncode == 8
     finally:
-        supervisor.stop(Home(home), timeout=20)
+        server_process.stop(Home(home), timeout=20)
 
 
 def test_server_start_prints_where_it_runs(tmp_path: Path) -> None:
@@ -57,4 +57,4 @@ def test_server_start_prints_where_it_runs(tmp_path: Path) -> None:
         assert f"home:         {home}" in r.stdout and "url:          https://127.0.0.1:" in r.stdout
         assert _mpijob(home, "server", "start").returncode == 0  # already running: fine
     finally:
-        supervisor.stop(Home(home), timeout=20)
+        server_process.stop(Home(home), timeout=20)

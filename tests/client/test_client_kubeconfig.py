@@ -19,7 +19,7 @@ from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection
 from mpijob.client.errors import InvalidArgument
 from mpijob.client.kubeconfig import Credentials, load, load_client_certificate
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import kubeconfig_token
 

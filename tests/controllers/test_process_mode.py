@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.home import Home
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,9 +50,9 @@ def _unprivileged(argv: list[str], env: dict[str, str]) -> list[str]:
 def unprivileged_server(tmp_path: Path) -> Iterator[Home]:
     if os.geteuid() != 0:  # already unprivileged: the plain server is the fallback under test
         home = Home(tmp_path / "home").ensure()
-        supervisor.start(home, timeout=60)
+        server_process.start(home, timeout=60)
         yield home
-        supervisor.stop(home)
+        server_process.stop(home)
         return
     _ensure_user()
     root = Path(tempfile.mkdtemp(prefix="mpijob-fallback-"))  # pytest's tmp dirs are 0700 root
@@ -63,7 +63,7 @@ def unprivileged_server(tmp_path: Path) -> Iterator[Home]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
-        while supervisor.status(home) is None:
+        while server_process.status(home) is None:
             assert proc.poll() is None, f"server exited early: {home.server_log}"
             assert time.monotonic() < deadline, "server did not become ready"
             time.sleep(0.1)

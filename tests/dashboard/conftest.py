@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from browser_support import Browsers, Dashboard, log_in, missing_tools, ranks_job
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import create, finished_as, https_client, kubectl_runner, wait_finished
 

@@ -15,7 +15,7 @@ import httpx
 from browser_support import DIST, Dashboard, describe, log_in, login_link, wait_for
 from mpijob.api import names
 from mpijob.server.routes.dashboard import CSP
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import https_client
 

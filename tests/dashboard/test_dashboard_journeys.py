@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from browser_support import STATES, Dashboard, describe, log_in, seen_texts, wait_for, watch_text
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 from selenium.webdriver.common.by import By
 
 from support import TRAINER, add_user, create, finished_as, trainjob, wait_finished

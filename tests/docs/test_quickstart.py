@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from mpijob import Client
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 REPO = Path(__file__).resolve().parents[2]
 PI = re.compile(r"pi ~= (3\.\d+)")

@@ -17,7 +17,7 @@ import pytest
 from kubeflow.common.types import KubernetesBackendConfig
 from kubeflow.trainer import TrainerClient
 from kubernetes import client as k8s_client
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import https_client, kubectl_runner
 

@@ -16,7 +16,7 @@ import httpx
 from mpijob.api import names
 from mpijob.store import audit
 from mpijob.store.home import Home
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import TRAINER, condition, create, https_client, trainjob, wait_finished, wait_for
 

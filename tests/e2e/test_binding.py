@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import TRAINER, create, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
 

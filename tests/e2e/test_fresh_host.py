@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.home import Home
 
 from support import condition, create, https_client, pod_log, trainjob, wait_finished, wait_for, wait_launcher
@@ -50,9 +50,9 @@ def bare_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Home
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
         )
     try:
-        wait_for(lambda: proc.poll() is not None or supervisor.status(home), "the server to be ready", timeout=60)
+        wait_for(lambda: proc.poll() is not None or server_process.status(home), "the server to be ready", timeout=60)
         assert proc.poll() is None, home.server_log.read_text()
-        info = supervisor.status(home)
+        info = server_process.status(home)
         assert info is not None and info.sandbox_mode == request.param
         yield home
     finally:

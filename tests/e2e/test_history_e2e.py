@@ -15,7 +15,7 @@ from mpijob.api import names
 from mpijob.api.durations import parse_time
 from mpijob.cli.exitcodes import Exit
 from mpijob.cli.main import app
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.home import Home
 from typer.testing import CliRunner
 
@@ -86,8 +86,8 @@ def seen(servers: Any) -> dict[str, Any]:
     time.sleep(2)
     out["since_1s"] = history(home, "--since", "1s")
     out["since_1h"] = records(home, "--since", "1h")
-    supervisor.stop(Home(home), timeout=20)
-    info = supervisor.start(Home(home), timeout=60, env=ENV)
+    server_process.stop(Home(home), timeout=20)
+    info = server_process.start(Home(home), timeout=60, env=ENV)
     out["after_restart"] = records(home)
     with https_client(info.kubeconfig) as admin:
         for i in range(4):  # 7 records now: the one that ended first (h-waiting's) goes
@@ -95,10 +95,10 @@ def seen(servers: Any) -> dict[str, Any]:
         for i in range(4):
             wait_finished(admin, f"h-more-{i}")
     out["after_retention"] = records(home, "--limit", "0")
-    supervisor.stop(Home(home), timeout=20)  # a home from before the history (or whose history was lost)
+    server_process.stop(Home(home), timeout=20)  # a home from before the history (or whose history was lost)
     for path in home.glob("history.db*"):
         path.unlink()
-    supervisor.start(Home(home), timeout=60, env=ENV)
+    server_process.start(Home(home), timeout=60, env=ENV)
     out["rebuilt"] = records(home)
     return out
 

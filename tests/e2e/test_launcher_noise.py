@@ -39,7 +39,7 @@ from mpijob.controllers.kubelet.sandbox import (
     JobFiles,
     User,
 )
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import TRAINER, create, https_client, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
 

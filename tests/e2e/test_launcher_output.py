@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from kubeflow.trainer import TrainerClient
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import condition, create, job_pods, launcher_of, pod_log, trainjob, wait_finished
 

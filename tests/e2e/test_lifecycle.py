@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.home import Home
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import (
     TRAINER,
@@ -70,7 +70,7 @@ def test_logs_survive_the_job_and_a_server_restart(
     assert sorted(re.findall(r"^persist rank=(\d)$", before, re.MULTILINE)) == ["0", "1"], before
 
     home = Home(info.home)
-    assert supervisor.stop(home, timeout=30)
+    assert server_process.stop(home, timeout=30)
     again = new_server("logs")
     assert again.pid != info.pid
     after = kubectl("logs", launcher).stdout

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from mpijob.api import names, runtimes
 from mpijob.api.mpi_output import RANKS_HEADER
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import (
     REPO,

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from mpijob.api import names
 from mpijob.cli.main import app
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 from typer.testing import CliRunner
 
 from support import condition, create, https_client, kubectl_runner, wait_finished

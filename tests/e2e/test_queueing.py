@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.home import Home
 
 from support import (
@@ -172,7 +172,7 @@ def test_queue_state_survives_kill_9(servers: Any) -> None:
         os.waitpid(info.pid, 0)
     except ChildProcessError:
         pass
-    again = supervisor.start(Home(info.home), timeout=60, env=env)
+    again = server_process.start(Home(info.home), timeout=60, env=env)
     with https_client(again.kubeconfig) as c:
         assert condition(get_trainjob(c, "q-holder"), "Complete") is None  # re-adopted, still running
         assert job_pods(c, "q-waiter") == [] and condition(workload(c, "q-waiter"), "Admitted") is None

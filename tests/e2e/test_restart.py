@@ -26,7 +26,7 @@ from mpijob.api.kueue.adapters import workload_name
 from mpijob.api.resources import TRAINJOBS, WORKLOADS, Resource
 from mpijob.controllers import conditions as cond
 from mpijob.store.objects import Store
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import (
     TRAINER,
@@ -53,7 +53,7 @@ TICKER = f'for i in $(seq 1 {TICKS}); do echo "rank $OMPI_COMM_WORLD_RANK tick $
 def _kill_server(info: ServerInfo) -> None:
     os.kill(info.pid, signal.SIGKILL)
     try:
-        os.waitpid(info.pid, 0)  # our child (supervisor.start): reap it so it is really gone
+        os.waitpid(info.pid, 0)  # our child (server_process.start): reap it so it is really gone
     except ChildProcessError:
         pass
 

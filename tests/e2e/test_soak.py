@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 import httpx
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import (
     TRAINER,

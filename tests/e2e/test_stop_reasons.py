@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import httpx
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.home import Home
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import (
     TRAINER,
@@ -90,7 +90,7 @@ def test_stopping_the_local_cluster_leaves_a_running_job_running(
         create(c, trainjob(job, ["mpirun", "bash", "-c", 'echo "rank $OMPI_COMM_WORLD_RANK up"; sleep 4; echo done'],
                            num_nodes=2))
         wait_log(c, launcher := wait_launcher(c, job), lambda t: "rank 0 up" in t and "rank 1 up" in t)
-    assert supervisor.stop(Home(info.home), timeout=30)  # an orderly stop, as for an upgrade
+    assert server_process.stop(Home(info.home), timeout=30)  # an orderly stop, as for an upgrade
     again = new_server("stop-server")  # same home
     with connect(again) as c:
         tj = wait_finished(c, job, timeout=60)
@@ -105,7 +105,7 @@ def test_stopping_with_drain_stops_a_running_job_which_runs_again_at_the_next_st
     info = new_server("stop-drain")
     with connect(info) as c:
         pods = _running(c, job)
-    assert supervisor.stop(Home(info.home), timeout=60, drain=True)
+    assert server_process.stop(Home(info.home), timeout=60, drain=True)
     wait_no_processes(job, pods=pods)
     again = new_server("stop-drain")
     with connect(again) as c:

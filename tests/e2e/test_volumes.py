@@ -17,9 +17,9 @@ import pytest
 import yaml
 from mpijob.api import names
 from mpijob.api.runtimes import bundled
-from mpijob.store import supervisor
+from mpijob.store import server_process
 from mpijob.store.home import Home
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import TRAINER, condition, create, job_pods, launcher_of, pod_log, trainjob, wait_finished, wait_for
 
@@ -318,7 +318,7 @@ def test_data_outlives_its_job_and_a_server_restart(new_server: Callable[..., Se
         read = with_volumes(trainjob("read", ["bash", "-c", "sort ~/results/log"], num_nodes=1),
                             [pvc_volume("results")], mounts, rjobs=("launcher",))
         assert run(c, read, "default").split() == ["epoch-0", "epoch-1"]
-    supervisor.stop(Home(info.home), timeout=20)
+    server_process.stop(Home(info.home), timeout=20)
 
     again = new_server("volumes-restart")  # the same MPIJOB_HOME
     with connect(again) as c:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from mpijob import Client
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 
 @pytest.fixture()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mpijob import AsyncClient, TrainJob
 from mpijob.sdk.errors import InvalidInput, JobFailed, NotFound, Timeout
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 from sdk_support import hello
 
 

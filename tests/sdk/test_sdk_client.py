@@ -13,7 +13,7 @@ from mpijob.sdk.errors import (
     ServerUnavailable,
     Timeout,
 )
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 from sdk_support import hello
 
 

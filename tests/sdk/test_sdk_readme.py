@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from mpijob import Client
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

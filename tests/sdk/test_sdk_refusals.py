@@ -14,7 +14,7 @@ import pytest
 import yaml
 from mpijob import AsyncClient, Client, TrainJob
 from mpijob.sdk.errors import Forbidden, MpijobError, NotFound, QuotaExceeded
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 
 def _wrong_token_kubeconfig(server: ServerInfo, tmp_path: Path) -> tuple[Path, str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 
 @pytest.fixture(scope="session")

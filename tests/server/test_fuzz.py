@@ -50,7 +50,7 @@ from fuzz_support import (
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from mpijob.api.runtimes import bundled
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 DEFAULT_EXAMPLES = 2400  # authorized examples over all routes in the default run (6 per route)
 EXAMPLES = int(os.environ.get("MPIJOB_FUZZ_EXAMPLES") or DEFAULT_EXAMPLES)

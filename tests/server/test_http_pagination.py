@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from mpijob.store.home import Home
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 KUBE_INCONSISTENT_CONTINUE = (  # staging/src/k8s.io/apiserver/pkg/storage/etcd3/errors.go, word for word

@@ -11,7 +11,7 @@ import httpx
 from mpijob.api import mpi_impl, names
 from mpijob.api.runtimes import bundled
 from mpijob.controllers.kubelet import mpi_installs
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
 

@@ -14,7 +14,7 @@ import pytest
 from mpijob import Client, TrainJob
 from mpijob.client.errors import Category, category, decode_status
 from mpijob.sdk.errors import QuotaExceeded
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 from support import ca_context
 

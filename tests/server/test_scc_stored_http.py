@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import httpx
 from mpijob.api.runtimes import bundled
-from mpijob.store.supervisor import ServerInfo
+from mpijob.store.server_process import ServerInfo
 
 SCCS = "/apis/security.openshift.io/v1/securitycontextconstraints"
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
