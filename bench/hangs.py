@@ -38,7 +38,8 @@ from clusters import temp_cluster
 from startup import BenchError
 from surfaces import ready_client
 
-from mpijob.api import names, runtimes
+from mpijob.api import names
+from mpijob.api.trainer import runtimes
 from mpijob.store import server_process
 from mpijob.store.home import Home
 

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mpijob.api.mpi_output import LauncherOutput
+from mpijob.api.trainer.mpi_output import LauncherOutput
 from mpijob.store.logs import LogStore
 
 LINES = 200_000

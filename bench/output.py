@@ -29,7 +29,7 @@ from clusters import temp_cluster  # the sibling bench modules
 from startup import BenchError
 from surfaces import NAMESPACE, create, delete_all, launcher_pod, ready_client, wait_complete
 
-from mpijob.api.mpi_output import LauncherOutput
+from mpijob.api.trainer.mpi_output import LauncherOutput
 
 PYTHON = sys.executable  # the venv's: every pod reaches it
 # What each rank prints, as fast as Python can. `long` lines (about 40 bytes) are what training logs look

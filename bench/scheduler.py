@@ -28,13 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clusters import temp_cluster
 from startup import BenchError, api_client, wait_runtime  # the sibling bench modules
 
-from mpijob.api import Obj, render, runtimes
-from mpijob.api import plan as run_plan
-from mpijob.api import resources as r
+from mpijob.api import Obj
+from mpijob.api.core import resources as r
+from mpijob.api.kueue.scheduler import Admit, Pending, Preempt, schedule
 from mpijob.api.kueue.snapshot import Snapshot
 from mpijob.api.names import KUEUE_API_VERSION, LABEL_PRIORITY_CLASS, LABEL_QUEUE_NAME, TRAINER_API_VERSION
+from mpijob.api.trainer import plan as run_plan
+from mpijob.api.trainer import render, runtimes
 from mpijob.controllers.kueue.queueing import Queueing
-from mpijob.controllers.kueue.scheduler import Admit, Pending, Preempt, schedule
 from mpijob.controllers.kueue.workloads import SnapshotCache, build_snapshot, render_workload
 from mpijob.store import server_process
 from mpijob.store.objects import Store

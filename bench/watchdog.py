@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mpijob.api.bounds import Bounds
+from mpijob.api.trainer.bounds import Bounds
 from mpijob.controllers.trainer.procfs import marked, tree
 from mpijob.controllers.trainer.watchdog import ORPHAN_SCAN, POLL, Pod, Tracker, Watchdog
 

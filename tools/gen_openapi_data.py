@@ -7,7 +7,7 @@ serve Kueue's real schemas (with upstream's descriptions) without the CRD YAML a
 Input: `../shared/upstream/kueue/*.yaml` (CRDs copied unchanged from kubernetes-sigs/kueue; the
 upstream folder is `$MPIJOB_UPSTREAM` when set, as for the tests). Output:
 `spec.versions[].schema.openAPIV3Schema` of every Kueue kind and version the server serves
-(`mpijob.api.resources.ALL`), unchanged except that subtrees repeated across kinds and versions (a
+(`mpijob.api.core.resources.ALL`), unchanged except that subtrees repeated across kinds and versions (a
 Workload's pod template, v1beta1 beside v1beta2) are stored once in `shared` and referenced as
 `{"$shared": index}`; `mpijob.server.openapi.definitions` expands them. Deterministic, one schema or
 shared entry per line, so a regeneration diffs readably.
@@ -56,8 +56,8 @@ def _key(node: Any) -> str:
 def served_schemas(upstream: Path = UPSTREAM, group: str = "") -> dict[str, Any]:
     """`{"<version>/<Kind>": openAPIV3Schema}` for every served kind and version of `group` (Kueue's by
     default) whose CRD is in `upstream`, in served order."""
+    from mpijob.api.core.resources import ALL
     from mpijob.api.names import KUEUE_GROUP
-    from mpijob.api.resources import ALL
 
     group = group or KUEUE_GROUP
     crds: dict[str, dict[str, Any]] = {}
@@ -260,7 +260,7 @@ def builtin_schemas(group: BuiltinGroup) -> dict[str, Any]:
 
     from kubernetes.client import models
 
-    from mpijob.api.resources import ALL
+    from mpijob.api.core.resources import ALL
 
     served = {r.kind: r for r in ALL if r.builtin}
     out: dict[str, Any] = {}

@@ -284,7 +284,7 @@ LABEL_KUBEFLOW_AGGREGATE_TO_ADMIN = "rbac.authorization.kubeflow.org/aggregate-t
 LABEL_KUBEFLOW_AGGREGATE_TO_EDIT = "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-edit"
 LABEL_KUBEFLOW_AGGREGATE_TO_VIEW = "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-view"
 
-# -- Tenant UIDs: OpenShift's SecurityContextConstraints (api/scc.py; docs/security.md "Tenant UIDs") --
+# -- Tenant UIDs: OpenShift's SecurityContextConstraints (api/openshift/scc.py; docs/security.md "Tenant UIDs") --
 
 # A namespace's UIDs and groups, "<first>/<size>", as OpenShift's namespace controller allocates them;
 # set by the server at creation and immutable (a client's value is replaced, a change restored).
@@ -312,12 +312,12 @@ ROOT_CA_DESCRIPTION = ("Contains a CA bundle that can be used to verify the kube
 KUBERNETES_SERVICE_HOST = "KUBERNETES_SERVICE_HOST"
 KUBERNETES_SERVICE_PORT = "KUBERNETES_SERVICE_PORT"
 
-# -- NetworkPolicy (networking.k8s.io/v1; what the local network does with one: api/netpol.py) -----
+# -- NetworkPolicy (networking.k8s.io/v1; what the local network does with one: api/core/netpol.py) -----
 
 NETWORKING_GROUP = "networking.k8s.io"
 NETWORKING_VERSION = "v1"
 
-# -- Why a job failed, and what every job did (api/failures.py, store/history.py; docs/troubleshooting.md,
+# -- Why a job failed, and what every job did (api/trainer/failures.py, store/history.py; docs/troubleshooting.md,
 # docs/history.md) -------------------------------------------------------------------------------------
 
 # The class of a failure. The TrainJob's `Failed` condition keeps upstream's reason (FailedJobs); the class
@@ -461,7 +461,7 @@ LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"  # the label kube gives eve
 LABEL_OPENSHIFT_KUEUE_MANAGED = "kueue.openshift.io/managed"
 KUEUE_DEFAULT_LOCAL_QUEUE = "default"  # Kueue's LocalQueueDefaulting: the namespace's queue for unlabelled jobs
 
-# -- Runtime patches and node placement (api/patches.py, api/placement.py; docs/placement.md) -----------
+# -- Runtime patches and node placement (api/trainer/patches.py, api/core/placement.py; docs/placement.md) -----------
 # What kube-scheduler says of a pod it cannot place: the pod's condition, its reason, and the Event's
 POD_SCHEDULED = "PodScheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
@@ -475,7 +475,7 @@ DATASET_INITIALIZER = "dataset-initializer"
 MODEL_INITIALIZER = "model-initializer"
 TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"  # what a cordoned node's pods must tolerate
 
-# -- Stored SecurityContextConstraints in pod admission (api/scc_stored.py; docs/security.md "Tenant UIDs") --
+# -- Stored SecurityContextConstraints in pod admission (api/openshift/scc_stored.py; docs/security.md "Tenant UIDs") --
 # The strategy types of an SCC: runAsUser takes all four, seLinuxContext, fsGroup and supplementalGroups the
 # first and the last
 SCC_MUST_RUN_AS = "MustRunAs"
@@ -483,7 +483,7 @@ SCC_MUST_RUN_AS_RANGE = "MustRunAsRange"
 SCC_MUST_RUN_AS_NON_ROOT = "MustRunAsNonRoot"
 SCC_RUN_AS_ANY = "RunAsAny"
 
-# -- Volumes and PersistentVolumeClaims (api/volumes.py, controllers/claims.py; docs/volumes.md) ---------
+# -- Volumes and PersistentVolumeClaims (api/core/volumes.py, controllers/claims.py; docs/volumes.md) ---------
 PVC_KIND = "PersistentVolumeClaim"
 # What kube's PVC protection controller keeps on a claim a pod may still use, so deleting it waits
 PVC_PROTECTION_FINALIZER = "kubernetes.io/pvc-protection"
@@ -520,7 +520,7 @@ KUEUE_CREATED_WORKLOAD = "CreatedWorkload"  # Kueue's job reconciler's Event whe
 MPIJOB_SUCCEEDED_CONDITION = "Succeeded"  # MPI Operator's condition type of a job that succeeded
 MPIJOB_SUSPENDED_MESSAGE, MPIJOB_RESUMED_MESSAGE = "MPIJob suspended", "MPIJob resumed"  # MPI Operator's words
 
-# -- A bound on every phase of a run, and stalls (api/bounds.py, controllers/trainer/watchdog.py;
+# -- A bound on every phase of a run, and stalls (api/trainer/bounds.py, controllers/trainer/watchdog.py;
 # docs/troubleshooting.md "Wire-up timeout", "Stalled") -------------------------------------------------
 # Durations ("90s", "5m", "1m30s", or seconds) on a TrainJob, an MPIJob or their runtime (the job's win):
 ANNOTATION_READY_TIMEOUT = "mpijob.io/ready-timeout"  # every node accepting the job key

@@ -25,7 +25,7 @@ VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletec
 
 
 def _row(ev: dict[str, Any]) -> list[str]:
-    from mpijob.api.durations import parse_time
+    from mpijob.api.core.durations import parse_time
     from mpijob.store.audit import username
 
     when = parse_time(ev.get("requestReceivedTimestamp"))

@@ -37,7 +37,7 @@ def read_mpijobs(files: list[str]) -> list[Obj]:
     """The documents of every file, in order (`kind: List` unwrapped); a 400 naming the file otherwise."""
     import yaml
 
-    from mpijob.api.errors import ApiError
+    from mpijob.api.core.errors import ApiError
     from mpijob.client.manifests import read
 
     docs: list[Obj] = []

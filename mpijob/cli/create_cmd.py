@@ -213,8 +213,8 @@ def delete(
     """Delete a TrainJob; its pods, Secret, ConfigMap and keys go with it."""
     if resource.lower() not in TRAINJOB_NAMES:
         raise UsageError(f"cannot delete {resource!r}; use: mpijob delete trainjob NAME")
-    from mpijob.api.errors import ApiError
-    from mpijob.api.resources import TRAINJOBS
+    from mpijob.api.core.errors import ApiError
+    from mpijob.api.core.resources import TRAINJOBS
     from mpijob.client.wait import wait_until_gone
 
     with connect(ctx, kubeconfig, context, namespace) as conn:

@@ -31,7 +31,7 @@ WIDTH = 16  # the check-name column
 
 def job_from(path: str) -> Obj:
     """The first TrainJob of a manifest file; InvalidArgument when it has none."""
-    from mpijob.api.resources import TRAINJOBS
+    from mpijob.api.core.resources import TRAINJOBS
     from mpijob.client import manifests
     from mpijob.client.errors import InvalidArgument
 

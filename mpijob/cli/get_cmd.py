@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mpijob.api import Obj, names
-from mpijob.api.errors import ApiError
-from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINING_RUNTIMES, TRAINJOBS, Resource
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINING_RUNTIMES, TRAINJOBS, Resource
 from mpijob.cli import output, queue_cmd
 from mpijob.cli.exitcodes import UsageError
 from mpijob.cli.session import ContextOpt, KubeconfigOpt, NamespaceOpt, connect, handles_errors, namespace_given

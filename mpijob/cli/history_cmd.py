@@ -23,7 +23,7 @@ DEFAULT_LIMIT = 100
 
 def _seconds(value: object) -> str:
     """A wait or run time: tenths below ten seconds (local jobs are quick), kubectl's durations above."""
-    from mpijob.api.durations import human_duration
+    from mpijob.api.core.durations import human_duration
 
     if not isinstance(value, (int, float)):
         return "-"
@@ -44,7 +44,7 @@ def _memory(value: object) -> str:
 
 def row(record: Obj, wide: bool, all_namespaces: bool, now: datetime | None = None) -> list[str]:
     """One record's cells (`COLUMNS`, then `WIDE`), NAMESPACE first across namespaces."""
-    from mpijob.api.durations import age
+    from mpijob.api.core.durations import age
 
     meta = record.get("metadata") or {}
     cells = [str(meta.get("name", "")), str(record.get("jobKind") or "TrainJob"),
@@ -83,7 +83,7 @@ def history(
     times RUN, REASON the failure's class (docs/troubleshooting.md) or the condition's reason. The
     history is the local cluster's (docs/history.md); RBAC shows each user the namespaces they may read.
     """
-    from mpijob.api.errors import ApiError
+    from mpijob.api.core.errors import ApiError
     from mpijob.client.history import list_records
 
     output.check_format(output_format, ("json", "yaml", "wide"), "history")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mpijob.api import Obj
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
 from mpijob.cli.exitcodes import UsageError
 from mpijob.cli.flags import message
 from mpijob.client.errors import hint

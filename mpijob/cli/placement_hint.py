@@ -5,7 +5,7 @@ both)."""
 from __future__ import annotations
 
 from mpijob.api import Obj
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
 from mpijob.client.core import Call, Op
 from mpijob.client.doctor.cluster import LOCAL_MARK
 

@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from mpijob.api import Obj, names
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
 from mpijob.cli import output
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from mpijob.api import Obj, names
-from mpijob.api.durations import age
-from mpijob.api.quantity import shortest
+from mpijob.api.core.durations import age
+from mpijob.api.core.quantity import shortest
 from mpijob.cli.output import indented_table, kv
 
 CQ_COLUMNS = ["NAME", "COHORT", "STRATEGY", "PENDING", "ADMITTED", "USAGE"]
@@ -39,7 +39,7 @@ def _count(obj: Obj, key: str) -> str:
 
 
 def quantity(value: Any, resource: str = "memory") -> str:
-    """A quantity for people (`mpijob.api.quantity.shortest`): `8589934592` bytes → `8Gi`."""
+    """A quantity for people (`mpijob.api.core.quantity.shortest`): `8589934592` bytes → `8Gi`."""
     return shortest(value, resource)
 
 

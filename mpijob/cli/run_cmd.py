@@ -78,7 +78,7 @@ def _copy_log(conn: "Connection", pod: str, out: IO[str]) -> None:
 
 
 def _stream_in_background(conn: "Connection", pod: str, out: IO[str]) -> threading.Thread:
-    from mpijob.api.errors import ApiError
+    from mpijob.api.core.errors import ApiError
     from mpijob.client.errors import Unreachable
 
     def pump() -> None:
@@ -118,7 +118,7 @@ def run_summary(job: Obj, status: str, message: str) -> Obj:
 
 def _timed_out(conn: "Connection", job: Obj, fmt: str, exc: "WaitTimeout") -> None:
     """Print where the job stood, then let the contract's timeout code be the exit."""
-    from mpijob.api.errors import ApiError
+    from mpijob.api.core.errors import ApiError
     from mpijob.client.errors import Unreachable
     from mpijob.client.phase import job_phase
 
@@ -160,7 +160,7 @@ def run(
     x.py`), stream its launcher's log; exit 0 if it Completes, 1 if it Fails."""
     if output_format is not None and output_format not in ("json", "yaml"):
         raise UsageError(f"run --output {output_format!r} is not supported; use json or yaml")
-    from mpijob.api.errors import ApiError
+    from mpijob.api.core.errors import ApiError
     from mpijob.client.core import display_name, resource_for
     from mpijob.client.errors import InvalidArgument, WaitTimeout
     from mpijob.client.wait import wait_until_gone

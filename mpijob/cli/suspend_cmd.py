@@ -37,7 +37,7 @@ def _run(ctx: typer.Context, verb: str, resource: str, name: str, suspend: bool,
     if resource.lower() not in TRAINJOB_NAMES:
         raise UsageError(f"cannot {verb} {resource!r}: only TrainJobs can be "
                          f"{PAST[verb]}; use: mpijob {verb} trainjob NAME")
-    from mpijob.api.resources import TRAINJOBS
+    from mpijob.api.core.resources import TRAINJOBS
     from mpijob.client.core import display_name
 
     with connect(ctx, kubeconfig, context, namespace) as conn:

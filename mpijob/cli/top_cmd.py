@@ -11,8 +11,8 @@ from typing import Annotated
 import typer
 
 from mpijob.api import Obj, names
-from mpijob.api.metrics import gpus_of
-from mpijob.api.quantity import parse_quantity
+from mpijob.api.core.quantity import parse_quantity
+from mpijob.api.trainer.metrics import gpus_of
 from mpijob.cli import output
 from mpijob.cli.session import ContextOpt, KubeconfigOpt, NamespaceOpt, connect, handles_errors
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from mpijob.api import Obj, names
-from mpijob.api.durations import age, human_duration
-from mpijob.api.progress import Progress, progress_of
+from mpijob.api.core.durations import age, human_duration
+from mpijob.api.trainer.progress import Progress, progress_of
 from mpijob.cli.output import indented_table, kv
 from mpijob.client.phase import job_phase, pod_status
 

@@ -59,7 +59,7 @@ def wait(
 ) -> None:
     """Wait until a TrainJob reaches a condition. Exit 0 when it does, the job-failed code when it
     failed (or, with --for Failed, completed), the timeout code when --timeout passes first."""
-    from mpijob.api.resources import TRAINJOBS
+    from mpijob.api.core.resources import TRAINJOBS
     from mpijob.client.core import display_name
     from mpijob.client.wait import CONDITIONS, wait_for_condition
 

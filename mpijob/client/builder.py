@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mpijob.api import Obj, errors, names
-from mpijob.api.errors import Cause
-from mpijob.api.labels import is_label_value, is_qualified_name
-from mpijob.api.quantity import parse_quantity
+from mpijob.api import Obj, names
+from mpijob.api.core import errors
+from mpijob.api.core.errors import Cause
+from mpijob.api.core.labels import is_label_value, is_qualified_name
+from mpijob.api.core.quantity import parse_quantity
 
 GROUP = names.TRAINER_GROUP
 API_VERSION = names.TRAINER_API_VERSION

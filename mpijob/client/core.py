@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from mpijob.api import Obj, names
-from mpijob.api.errors import ApiError
-from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, TRAINJOBS, Resource, for_kind
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, TRAINJOBS, Resource, for_kind
 from mpijob.client.errors import decode_status
 
 T = TypeVar("T")

@@ -19,7 +19,7 @@ import json
 from enum import IntEnum
 from typing import Any
 
-from mpijob.api.errors import ApiError, Cause
+from mpijob.api.core.errors import ApiError, Cause
 
 CREDENTIALS_HINT = ("the server rejected the kubeconfig's credentials; use a current kubeconfig — for the local "
                     "cluster `mpijob kubeconfig` prints its path")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mpijob.api import Obj
-from mpijob.api.durations import parse_time
+from mpijob.api.core.durations import parse_time
 from mpijob.client.errors import InvalidArgument
 
 DEFAULT_NAMESPACE = "default"

@@ -10,8 +10,8 @@ from __future__ import annotations
 import builtins
 
 from mpijob.api import Obj, names
-from mpijob.api.errors import ApiError
-from mpijob.api.waiting import Waiting
+from mpijob.api.core.errors import ApiError
+from mpijob.api.trainer.waiting import Waiting
 from mpijob.client.core import Call, Op, items
 
 PREFERRED_VERSIONS = (names.KUEUE_VERSION, names.KUEUE_V1BETA1)  # newest first
@@ -91,7 +91,7 @@ def queue_position(trainjob: Obj, namespace: str) -> Op[int | None]:
 
 def waits(namespace: str, all_namespaces: bool = False, kueue: Kueue | None = None) -> Op[dict[str, Waiting]]:
     """TrainJob uid → why its Workload waits for admission and when it should start (the annotations the
-    local cluster's scheduler writes, `mpijob.api.waiting`); empty where none waits, and on a
+    local cluster's scheduler writes, `mpijob.api.trainer.waiting`); empty where none waits, and on a
     cluster without Kueue."""
     try:
         workloads = yield from (kueue or Kueue()).list("workloads", None if all_namespaces else namespace)

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from mpijob.api import mpi_output, names
-from mpijob.api.errors import ApiError
-from mpijob.api.mpi_output import RANKS_HEADER, TAG, parse_rank_field, untag
+from mpijob.api import names
+from mpijob.api.core.errors import ApiError
+from mpijob.api.trainer import mpi_output
+from mpijob.api.trainer.mpi_output import RANKS_HEADER, TAG, parse_rank_field, untag
 from mpijob.client.core import Call, pods_path
 from mpijob.client.errors import InvalidArgument, Unreachable
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mpijob.api import Obj, names
-from mpijob.api.errors import ApiError, Cause
+from mpijob.api.core.errors import ApiError, Cause
 
 
 def _bad(source: str, message: str, causes: list[Cause] | None = None) -> ApiError:

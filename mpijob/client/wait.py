@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mpijob.api import Obj, names
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
 from mpijob.client import core
 from mpijob.client.core import Op, Sleep
 from mpijob.client.errors import InvalidArgument, NoLauncher, WaitTimeout

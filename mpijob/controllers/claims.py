@@ -2,7 +2,7 @@
 controller in one (docs/volumes.md).
 
 Every claim is bound at once to a directory of its own, `$MPIJOB_HOME/volumes/pvc-<uid>`, owned by its
-namespace's first UID and group (OpenShift's ranges, `api/scc.py`) with the group's setgid bit, so the
+namespace's first UID and group (OpenShift's ranges, `api/openshift/scc.py`) with the group's setgid bit, so the
 namespace's pods can write and its files stay the namespace's. The claim shows `Bound`, its volume
 `pvc-<uid>`, its capacity (the request: a directory is not limited) and access modes. The directory is
 kept while the claim exists, across server restarts, and removed when the claim is deleted; a claim that
@@ -16,9 +16,10 @@ import os
 import shutil
 from pathlib import Path
 
-from mpijob.api import Obj, names, scc
-from mpijob.api.resources import NAMESPACES, PERSISTENT_VOLUME_CLAIMS, PODS
-from mpijob.api.volumes import STORAGE, claim_names
+from mpijob.api import Obj, names
+from mpijob.api.core.resources import NAMESPACES, PERSISTENT_VOLUME_CLAIMS, PODS
+from mpijob.api.core.volumes import STORAGE, claim_names
+from mpijob.api.openshift import scc
 from mpijob.controllers import events
 from mpijob.store.home import Home
 from mpijob.store.objects import Store

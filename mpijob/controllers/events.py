@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 
 from mpijob.api import Obj
-from mpijob.api.resources import EVENTS
+from mpijob.api.core.resources import EVENTS
 from mpijob.store.objects import Store, now
 
 COMPONENT = "mpijob-controller"

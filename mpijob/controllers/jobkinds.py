@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 from mpijob.api import Obj
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
 from mpijob.api.kueue.owners import JobKind
 from mpijob.controllers.mpioperator.mpijob import MPIJobController
 from mpijob.controllers.trainer.launcher import JobContext

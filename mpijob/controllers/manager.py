@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 
 from mpijob.api import Obj, names
-from mpijob.api.quantity import parse_quantity
+from mpijob.api.core.quantity import parse_quantity
 from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers import conditions as cond
 from mpijob.controllers.claims import Claims

@@ -7,7 +7,7 @@ once for `count/trainjobs.trainer.kubeflow.org`; every TrainJob that has not fin
 not Failed) counts its whole run plan, launcher and every node, from its creation on, whether Kueue
 has admitted it yet or not, so two jobs can never both pass admission and then not fit. A job's usage
 is released when it finishes or is deleted. A plan's pods are counted with the namespace's current
-LimitRange defaults, as `mpijob.api.quota` applies them.
+LimitRange defaults, as `mpijob.api.core.quota` applies them.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ import logging
 from typing import Any
 
 from mpijob.api import Obj
-from mpijob.api import quota as quotas
-from mpijob.api.errors import ApiError
-from mpijob.api.plan import RunPlan, resolve
-from mpijob.api.resources import (
+from mpijob.api.core import quota as quotas
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     LIMIT_RANGES,
     RESOURCE_QUOTAS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
 )
+from mpijob.api.trainer.plan import RunPlan, resolve
 from mpijob.controllers import conditions as cond
 from mpijob.store.objects import Store
 

@@ -1,6 +1,6 @@
 """OpenShift's SCC admission of a job's pods, over the store: the namespace's ranges from its annotations,
 the SCCs stored through the API beside the built-in ones, who may use which SCC from RBAC (and a stored
-SCC's own users and groups); the decision itself is `mpijob.api.scc`.
+SCC's own users and groups); the decision itself is `mpijob.api.openshift.scc`.
 
 It is asked twice, because a runtime (or an SCC) can change between the two: by the API server when a
 TrainJob is created, for the requesting user (a refusal is the create's 403, and nothing is stored), and
@@ -10,10 +10,11 @@ and no pod is created). Either way the pod's ServiceAccount may also hold the gr
 
 from __future__ import annotations
 
-from mpijob.api import rbac, scc
-from mpijob.api.plan import PodPlan, RunPlan
-from mpijob.api.render import service_account_name
-from mpijob.api.resources import NAMESPACES, SECURITY_CONTEXT_CONSTRAINTS
+from mpijob.api.core import rbac
+from mpijob.api.core.resources import NAMESPACES, SECURITY_CONTEXT_CONSTRAINTS
+from mpijob.api.openshift import scc
+from mpijob.api.trainer.plan import PodPlan, RunPlan
+from mpijob.api.trainer.render import service_account_name
 from mpijob.store.authorizer import enabled, index
 from mpijob.store.objects import Store
 

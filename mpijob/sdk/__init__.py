@@ -5,8 +5,8 @@ are the CLI's exit codes. Import from `mpijob` directly: `from mpijob import Cli
 
 from __future__ import annotations
 
-from mpijob.api.progress import Progress
-from mpijob.api.waiting import Waiting
+from mpijob.api.trainer.progress import Progress
+from mpijob.api.trainer.waiting import Waiting
 from mpijob.sdk import errors
 from mpijob.sdk.aio import AsyncClient
 from mpijob.sdk.client import Client

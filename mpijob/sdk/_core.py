@@ -8,8 +8,8 @@ Both clients run these same operations (`mpijob.client.core`), one on `Connectio
 from __future__ import annotations
 
 from mpijob.api import Obj, names
-from mpijob.api.progress import Progress, progress_of
-from mpijob.api.waiting import Waiting
+from mpijob.api.trainer.progress import Progress, progress_of
+from mpijob.api.trainer.waiting import Waiting
 from mpijob.client import core
 from mpijob.client.core import Op
 from mpijob.client.kueue import waits

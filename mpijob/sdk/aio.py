@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator
 from typing import TypeVar
 
 from mpijob.api import Obj, names
-from mpijob.api.progress import Progress
-from mpijob.api.waiting import Waiting
+from mpijob.api.trainer.progress import Progress
+from mpijob.api.trainer.waiting import Waiting
 from mpijob.client import core
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import AsyncConnection

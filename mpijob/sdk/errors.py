@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from mpijob.api.errors import ApiError, Cause
+from mpijob.api.core.errors import ApiError, Cause
 from mpijob.client.errors import Category, category, hint
 
 

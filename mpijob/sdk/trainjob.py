@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from mpijob.api import names
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
 from mpijob.client import builder
 from mpijob.client.builder import DEFAULT_RUNTIME
 from mpijob.sdk.errors import Cause, InvalidInput

@@ -1,6 +1,6 @@
 """Checks every write passes before it is stored, in kube-apiserver's order: the body's apiVersion/kind
 (the URL's resource), what belongs to the request (the URL's namespace and name, generateName), then
-`mpijob.api.validation.admit`, the one judge of an object's metadata and kind-specific rules, and last
+`mpijob.api.core.validation.admit`, the one judge of an object's metadata and kind-specific rules, and last
 the references a new TrainJob makes to other objects.
 """
 
@@ -12,16 +12,11 @@ from collections.abc import Callable
 from functools import cache, partial
 from typing import Any
 
-from mpijob.api import Obj, mpi_impl, names, netpol, patches, quota, rbac, scc, scc_crd, support, validation, volumes
-from mpijob.api.errors import ApiError, Cause, bad_request, invalid
-from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, workload
-from mpijob.api.kueue.fit import never_fits  # the scheduler's own answer, on the controllers' snapshot
-from mpijob.api.mpioperator import naming
-from mpijob.api.mpioperator.convert import convert
-from mpijob.api.names import LABEL_QUEUE_NAME
-from mpijob.api.openapi import unknown_field_locations
-from mpijob.api.plan import RunPlan, resolve
-from mpijob.api.resources import (
+from mpijob.api import Obj, names
+from mpijob.api.core import netpol, quota, rbac, validation, volumes
+from mpijob.api.core.errors import ApiError, Cause, bad_request, invalid
+from mpijob.api.core.openapi import unknown_field_locations
+from mpijob.api.core.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     LIMIT_RANGES,
     MPIJOBS,
@@ -32,8 +27,16 @@ from mpijob.api.resources import (
     TRAINJOBS,
     Resource,
 )
+from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, workload
+from mpijob.api.kueue.fit import never_fits  # the scheduler's own answer, on the controllers' snapshot
+from mpijob.api.mpioperator import naming
+from mpijob.api.mpioperator.convert import convert
+from mpijob.api.names import LABEL_QUEUE_NAME
+from mpijob.api.openshift import scc, scc_crd
 from mpijob.api.sandbox_mode import SandboxMode
-from mpijob.api.trainjob import check_runtime_ref
+from mpijob.api.trainer import mpi_impl, patches, support
+from mpijob.api.trainer.plan import RunPlan, resolve
+from mpijob.api.trainer.trainjob import check_runtime_ref
 from mpijob.server import openapi
 from mpijob.server.ports import Controllers
 from mpijob.store.objects import Store
@@ -156,7 +159,7 @@ def check_security(store: Store, plan: RunPlan, user: rbac.User, controllers: Co
 
 
 def check_quota(store: Store, trainjob: dict[str, Any], plan: RunPlan, controllers: Controllers) -> None:
-    """LimitRanger and ResourceQuota admission over the whole job (`mpijob.api.quota`): refuse (403) a
+    """LimitRanger and ResourceQuota admission over the whole job (`mpijob.api.core.quota`): refuse (403) a
     TrainJob whose pods (its `plan`'s) break the namespace's LimitRanges, or that would take its namespace
     past a ResourceQuota, counted against what the namespace's other TrainJobs use
     (`mpijob.controllers.quota.namespace_usage`), before anything is created.
@@ -212,22 +215,22 @@ def _refuse_never_fitting(store: Store, res: Resource, job: dict[str, Any], rend
 
 def uid_ranges(store: Store, res: Resource, obj: Obj, old: Obj | None) -> None:
     """A Namespace's UID and group ranges belong to the server, as OpenShift's namespace controller owns
-    them (`mpijob.api.scc.own_ranges`): allocated at creation from what the stored namespaces hold,
+    them (`mpijob.api.openshift.scc.own_ranges`): allocated at creation from what the stored namespaces hold,
     whatever the client sent, and kept on every update."""
     if res is NAMESPACES:
         scc.own_ranges(obj, old, store.list(NAMESPACES, None)[0] if scc.Ranges.of(old) is None else [])
 
 
 def admit(res: Resource, obj: Obj, old: Obj | None) -> Obj:
-    """Metadata, kind-specific defaults and validation (422 with causes): `mpijob.api.validation.admit`."""
+    """Metadata, kind-specific defaults and validation (422 with causes): `mpijob.api.core.validation.admit`."""
     return validation.admit(res, obj, old)
 
 
 def warnings(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None, sandbox_mode: SandboxMode | None,
              controllers: Controllers) -> list[str]:
     """What kube-apiserver would send as `Warning` headers for a write: the fields the local cluster
-    accepts but that have no effect here (`mpijob.api.support`), and what its network does otherwise
-    than a NetworkPolicy asks (`mpijob.api.netpol`, which depends on the controllers' `sandbox_mode`);
+    accepts but that have no effect here (`mpijob.api.trainer.support`), and what its network does otherwise
+    than a NetworkPolicy asks (`mpijob.api.core.netpol`, which depends on the controllers' `sandbox_mode`);
     none for a status-only write."""
     if res.group == names.MPI_OPERATOR_GROUP and res.kind == names.MPIJOB_KIND:  # as for a deprecated version
         changed = support.desired_changed(obj, old)

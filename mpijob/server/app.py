@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
 from mpijob.server import admission, bootstrap, openapi, ports
 from mpijob.server.audit import AuditMiddleware
 from mpijob.server.auth import BearerAuth

@@ -4,7 +4,7 @@ answers every request with its `Audit-Id` header, as kube-apiserver does.
 
 It runs outside authentication and authorization (it is the outermost middleware `create_app` adds),
 so it sees a 401 that never reached a handler, and, once the inner layers ran, the user authentication
-put in `scope["user"]`. The verb and `objectRef` are kube's RequestInfo (`api.rbac.request_attributes`).
+put in `scope["user"]`. The verb and `objectRef` are kube's RequestInfo (`api.core.rbac.request_attributes`).
 The Event never holds a body or a header: a Secret's data and a bearer token cannot reach the log.
 A response body is looked at only to learn a created object's name and a refusal's reason (and, for
 a 401/403, its message), never written.
@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mpijob.api import names, rbac
+from mpijob.api import names
+from mpijob.api.core import rbac
 from mpijob.store import audit
 
 ANNOTATIONS_KEY = "audit_annotations"  # scope key: dict of annotations inner layers add to the Event

@@ -2,13 +2,13 @@
 
 * Users and groups live in `$MPIJOB_HOME/tokens.csv`, kube's `--token-auth-file` CSV format
   (`token,user,uid,"group1,group2"`) except that the first column is the token's hash
-  (`sha256:<hex>`, `mpijob.api.rbac.token_hash`): a token is shown once, when it is made, and never
+  (`sha256:<hex>`, `mpijob.api.core.rbac.token_hash`): a token is shown once, when it is made, and never
   stored, logged or returned again. A file written by an older version (plaintext tokens) is read
   once and rewritten hashed. Every authenticated user is also in `system:authenticated`.
 * The admin (`mpijob-admin`, in `system:masters`) is the user of the kubeconfig the server writes; on
   each start its token is taken back from that kubeconfig when its hash still matches, else a new one
   is made (the kubeconfig is rewritten with it).
-* A ServiceAccount token (a JWT, `mpijob.api.tokens`) authenticates as
+* A ServiceAccount token (a JWT, `mpijob.api.core.tokens`) authenticates as
   `system:serviceaccount:<ns>:<name>` while its ServiceAccount (and its pod, for a pod's token) exists.
   A token for another audience does not, except a job's status token (Trainer's per-TrainJob audience)
   on that job's progress endpoint (`mpijob.server.routes.progress`).
@@ -31,10 +31,11 @@ from typing import Any
 
 from starlette.requests import cookie_parser
 
-from mpijob.api import names, tokens
-from mpijob.api.errors import ApiError, unauthorized
-from mpijob.api.rbac import User, service_account_user
-from mpijob.api.resources import PODS, SERVICE_ACCOUNTS
+from mpijob.api import names
+from mpijob.api.core import tokens
+from mpijob.api.core.errors import ApiError, unauthorized
+from mpijob.api.core.rbac import User, service_account_user
+from mpijob.api.core.resources import PODS, SERVICE_ACCOUNTS
 from mpijob.server.http import status_response
 from mpijob.server.routes import dashboard, progress
 from mpijob.server.sessions import Sessions
@@ -106,7 +107,7 @@ class BearerAuth:
     """ASGI middleware: every request except health probes and the dashboard's public paths needs a known
     bearer token or a dashboard session.
 
-    The authenticated user (`mpijob.api.rbac.User`) is put in `scope["user"]` for later layers (RBAC, audit)."""
+    The authenticated user (`mpijob.api.core.rbac.User`) is put in `scope["user"]` for later layers (RBAC, audit)."""
 
     def __init__(self, app: Any, tokens_file: Path, home: Home | None = None, sessions: Sessions | None = None) -> None:
         self.app = app

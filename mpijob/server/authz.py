@@ -1,4 +1,4 @@
-"""Authorization of every request, as kube-apiserver's RBAC authorizer does it (`mpijob.api.rbac`).
+"""Authorization of every request, as kube-apiserver's RBAC authorizer does it (`mpijob.api.core.rbac`).
 
 `Authorize` runs after authentication on every request but the health probes: it reads the request's
 attributes from its method, path and query (kube's RequestInfo: resource requests, subresources such
@@ -23,10 +23,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mpijob.api import Obj, rbac
-from mpijob.api.errors import ApiError
+from mpijob.api import Obj
+from mpijob.api.core import rbac
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import CLUSTER_ROLES
 from mpijob.api.names import RBAC_GROUP, SYSTEM_MASTERS
-from mpijob.api.resources import CLUSTER_ROLES
 from mpijob.server.auth import OPEN_PATHS
 from mpijob.server.http import status_response
 from mpijob.server.routes import dashboard, progress

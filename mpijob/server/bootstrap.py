@@ -2,7 +2,7 @@
 
 Like a kube cluster's system namespaces plus what a Trainer install adds: the public version
 ConfigMap the Kubeflow SDK reads and the bundled MPI ClusterTrainingRuntime. Plus kube-apiserver's
-RBAC bootstrap policy and Trainer's and Kueue's user-facing ClusterRoles (`mpijob.api.rbac_policy`),
+RBAC bootstrap policy and Trainer's and Kueue's user-facing ClusterRoles (`mpijob.api.core.rbac_policy`),
 aggregated, the `default` ServiceAccount and the UID range (OpenShift's annotations) of every namespace.
 """
 
@@ -12,7 +12,17 @@ import copy
 import logging
 from typing import Any
 
-from mpijob.api import rbac_policy, scc, validation
+from mpijob.api.core import rbac_policy, validation
+from mpijob.api.core.resources import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    CLUSTER_TRAINING_RUNTIMES,
+    CONFIGMAPS,
+    NAMESPACES,
+    SERVICE_ACCOUNTS,
+    Resource,
+)
+from mpijob.api.core.tokens import CA_FILE
 from mpijob.api.names import (
     ANNOTATION_DESCRIPTION,
     ANNOTATION_RBAC_AUTOUPDATE,
@@ -22,16 +32,7 @@ from mpijob.api.names import (
     ROOT_CA_CONFIGMAP,
     ROOT_CA_DESCRIPTION,
 )
-from mpijob.api.resources import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    CLUSTER_TRAINING_RUNTIMES,
-    CONFIGMAPS,
-    NAMESPACES,
-    SERVICE_ACCOUNTS,
-    Resource,
-)
-from mpijob.api.tokens import CA_FILE
+from mpijob.api.openshift import scc
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ def rbac_policy_objects(store: Store) -> None:
 
 
 def uid_ranges(store: Store) -> None:
-    """Give each namespace without one its UID range (`mpijob.api.scc`): the bootstrap namespaces, and
+    """Give each namespace without one its UID range (`mpijob.api.openshift.scc`): the bootstrap namespaces, and
     those of a home made before namespaces had ranges, oldest first, each the lowest free block."""
     def age(ns: dict[str, Any]) -> tuple[str, str]:
         return ns["metadata"].get("creationTimestamp") or "", ns["metadata"]["name"]
@@ -121,11 +122,11 @@ def namespace_defaults(store: Store, namespace: str, ca_pem: str) -> None:
 
 def _bundled_runtimes() -> list[dict[str, Any]]:
     try:
-        from mpijob.api.runtimes import bundled
+        from mpijob.api.trainer.runtimes import bundled
     except ModuleNotFoundError as exc:
-        if exc.name != "mpijob.api.runtimes":
+        if exc.name != "mpijob.api.trainer.runtimes":
             raise
-        log.warning("mpijob.api.runtimes is not available: no bundled ClusterTrainingRuntime installed")
+        log.warning("mpijob.api.trainer.runtimes is not available: no bundled ClusterTrainingRuntime installed")
         return []
     return bundled()
 

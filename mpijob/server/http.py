@@ -23,7 +23,7 @@ import yaml
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mpijob.api.errors import ApiError, bad_request, method_not_allowed
+from mpijob.api.core.errors import ApiError, bad_request, method_not_allowed
 
 JSON = "application/json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"

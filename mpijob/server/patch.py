@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mpijob.api.errors import ApiError, bad_request
+from mpijob.api.core.errors import ApiError, bad_request
 from mpijob.server.http import MAX_DEPTH
 
 MERGE = "application/merge-patch+json"

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mpijob.api import Obj, quota, rbac
+from mpijob.api import Obj
+from mpijob.api.core import quota, rbac
 from mpijob.api.kueue.snapshot import Snapshot
-from mpijob.api.mpi_impl import Implementation
-from mpijob.api.plan import RunPlan
 from mpijob.api.sandbox_mode import SandboxMode
+from mpijob.api.trainer.mpi_impl import Implementation
+from mpijob.api.trainer.plan import RunPlan
 from mpijob.store.home import Home
 from mpijob.store.objects import Store
 
@@ -52,10 +53,11 @@ class Controllers:
 
 def connect() -> Controllers:
     """The controllers' functions, loaded now (see the module's docstring)."""
+    from mpijob.api.kueue import scheduler
     from mpijob.controllers import quota as quotas
     from mpijob.controllers import scc
     from mpijob.controllers.kubelet import mpi_installs
-    from mpijob.controllers.kueue import scheduler, workloads
+    from mpijob.controllers.kueue import workloads
     from mpijob.controllers.metrics import Metrics
 
     def mpi_refusal(impl: Implementation, mode: SandboxMode | None) -> str:

@@ -11,7 +11,7 @@ import base64
 from collections.abc import Iterator
 from typing import Any
 
-from mpijob.api.errors import ApiError, bad_request
+from mpijob.api.core.errors import ApiError, bad_request
 
 MAGIC = b"k8s\x00"
 

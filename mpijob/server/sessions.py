@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mpijob.api.rbac import User
+from mpijob.api.core.rbac import User
 
 TICKET_SECONDS = 60.0  # a login link works once, within a minute of `mpijob dashboard`
 IDLE_SECONDS = 8 * 3600.0  # a working day without a request ends a session

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from mpijob.api import Obj, names
-from mpijob.api.durations import parse_time
-from mpijob.api.resources import TRAINJOBS
+from mpijob.api.core.durations import parse_time
+from mpijob.api.core.resources import TRAINJOBS
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The RBAC authorizer over one store's Roles, ClusterRoles and bindings (`mpijob.api.rbac`), shared by the
+"""The RBAC authorizer over one store's Roles, ClusterRoles and bindings (`mpijob.api.core.rbac`), shared by the
 API server, which asks it on every request, and the Trainer controller, which asks it who may use which
 SCC when it starts a job's pods (`mpijob.controllers.scc`).
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import weakref
 
-from mpijob.api import rbac
-from mpijob.api.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, ROLE_BINDINGS, ROLES
+from mpijob.api.core import rbac
+from mpijob.api.core.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, ROLE_BINDINGS, ROLES
 from mpijob.store.objects import Store
 
 MODE_ENV = "MPIJOB_AUTHORIZATION_MODE"

@@ -65,7 +65,7 @@ class JobRecord:
     finished: float | None = None
     state: str = names.RECORD_PENDING  # RECORD_PENDING/RUNNING/DELETED, COMPLETE, FAILED
     reason: str = ""  # the condition's reason (upstream's word)
-    failure: str = ""  # the class of a failure (`api/failures.py`)
+    failure: str = ""  # the class of a failure (`api/trainer/failures.py`)
     message: str = ""
     run_seconds: float = 0.0  # of the runs that ended
     running_since: float | None = None  # the start of the run under way

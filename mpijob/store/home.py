@@ -10,7 +10,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpijob.api.tokens import CA_FILE
+from mpijob.api.core.tokens import CA_FILE
 
 
 def default_home() -> Path:
@@ -81,7 +81,7 @@ class Home:
         return self.tls / "service-account.key"
 
     def service_account_key(self) -> bytes:
-        """The secret ServiceAccount tokens are signed with (`mpijob.api.tokens`): the server verifies
+        """The secret ServiceAccount tokens are signed with (`mpijob.api.core.tokens`): the server verifies
         them and the kubelet issues them, so whichever comes first makes it (32 random bytes, mode 0600)."""
         path = self.service_account_key_file
         try:

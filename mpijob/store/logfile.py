@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from mpijob.api.mpi_output import NO_RANK, LauncherOutput
+from mpijob.api.trainer.mpi_output import NO_RANK, LauncherOutput
 
 UNRANKED = NO_RANK.encode() + b" "
 

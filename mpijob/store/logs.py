@@ -2,7 +2,7 @@
 
 Lines are stored as `<RFC 3339 nanosecond timestamp> <rank> <text>\n` (the CRI log shape, with the MPI
 rank that wrote the line, or `-`, where CRI keeps the stream), so `timestamps=true`, `sinceSeconds`,
-`tailLines` and the ranks (`mpijob.api.mpi_output`) are answered from the file alone and the logs
+`tailLines` and the ranks (`mpijob.api.trainer.mpi_output`) are answered from the file alone and the logs
 outlive the job and the server.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mpijob.api.mpi_output import LauncherOutput
+from mpijob.api.trainer.mpi_output import LauncherOutput
 from mpijob.store.logfile import UNRANKED, LogWriter
 
 FOLLOW_POLL = 0.05  # seconds between looks at a followed file

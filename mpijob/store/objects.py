@@ -20,10 +20,11 @@ from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
 
-from mpijob.api import Obj, errors
+from mpijob.api import Obj
+from mpijob.api.core import errors
+from mpijob.api.core.resources import Resource
+from mpijob.api.core.selectors import Requirement, matches
 from mpijob.api.names import META_API_VERSION
-from mpijob.api.resources import Resource
-from mpijob.api.selectors import Requirement, matches
 
 KEEP_CHANGES = 20000  # watch history kept; older resourceVersions answer 410 Expired
 

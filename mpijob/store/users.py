@@ -1,5 +1,5 @@
 """The registry of users: `$MPIJOB_HOME/tokens.csv`, kube-apiserver's `--token-auth-file` format with each
-token stored as its hash (`mpijob.api.rbac.token_hash`). The server authenticates with it
+token stored as its hash (`mpijob.api.core.rbac.token_hash`). The server authenticates with it
 (`mpijob.server.auth`); the Trainer controller reads it to learn the groups of a job's creator, whose
 grants decide which SCC the job's pods may use (`mpijob.controllers.scc`).
 """
@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from mpijob.api import names
-from mpijob.api.rbac import User, service_account_user, token_hash
+from mpijob.api.core.rbac import User, service_account_user, token_hash
 
 HASH_PREFIX = "sha256:"
 

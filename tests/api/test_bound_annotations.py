@@ -1,15 +1,16 @@
-"""A run's bounds (api/bounds.py): durations as the annotations spell them, refused at admission with the
+"""A run's bounds (api/trainer/bounds.py): durations as the annotations spell them, refused at admission with the
 field, the value and the fix, and resolved job-first, then runtime, then the defaults scaled by the hosts;
-the failures they end a run with (api/bound_failures.py) name the pods, ranks and hosts, and why."""
+the failures they end a run with (api/trainer/bound_failures.py) name the pods, ranks and hosts, and why."""
 
 from __future__ import annotations
 
 import pytest
-from mpijob.api import bound_failures, bounds, names
-from mpijob.api.errors import ApiError
-from mpijob.api.failures import Facts, Failure, Line, PodFacts
-from mpijob.api.resources import TRAINJOBS
-from mpijob.api.validation import admit
+from mpijob.api import names
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import TRAINJOBS
+from mpijob.api.core.validation import admit
+from mpijob.api.trainer import bound_failures, bounds
+from mpijob.api.trainer.failures import Facts, Failure, Line, PodFacts
 
 LAUNCHER = PodFacts("j-launcher-0-0-abcde", "j-launcher-0-0.j", launcher=True)
 NODE = PodFacts("j-node-0-0-fghij", "j-node-0-0.j", last_line="sshd: accepted")

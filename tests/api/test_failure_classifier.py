@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mpijob.api import failures, names
-from mpijob.api.failures import Facts, Line, PodFacts, classify
+from mpijob.api import names
+from mpijob.api.trainer import failures
+from mpijob.api.trainer.failures import Facts, Line, PodFacts, classify
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "troubleshooting.md"
 LAUNCHER = PodFacts("j-launcher-0-0-abcde", "j-launcher-0-0.j", launcher=True, exit_code=1)
@@ -248,7 +249,7 @@ def test_what_is_left_is_the_program_failing() -> None:
     assert "rank 1 exited with code 3: loss is nan;" in untagged.summary
 
 
-# What mpirun, ssh and the MPI daemons print, printed by the program instead (api/launch_log.py): each line
+# What mpirun, ssh and the MPI daemons print, printed by the program instead (api/trainer/launch_log.py): each line
 # whole, as its tool prints it; the boxes' first sentences as a program would echo them.
 LAUNCH_WORDS = (
     "mpiuser@j-node-0-1.j: Permission denied (publickey).",

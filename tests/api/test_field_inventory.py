@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 from mpijob.api import names
-from mpijob.api import resources as r
-from mpijob.api.errors import ApiError
-from mpijob.api.openapi import walk
-from mpijob.api.runtimes import bundled
-from mpijob.api.support import check, rule_for
-from mpijob.api.support_rules import HONOURED, REFUSED, RULES, WARNED
-from mpijob.api.validation import admit
+from mpijob.api.core import resources as r
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.openapi import walk
+from mpijob.api.core.validation import admit
+from mpijob.api.trainer.runtimes import bundled
+from mpijob.api.trainer.support import check, rule_for
+from mpijob.api.trainer.support_rules import HONOURED, REFUSED, RULES, WARNED
 from mpijob.server import openapi
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -297,7 +297,7 @@ def test_every_served_field_has_a_verdict(kind: str) -> None:
     parents = {p.rsplit(".", 1)[0] for p in paths if "." in p} | {p.rsplit(".", 1)[0].removesuffix("[]") for p in paths}
     leaves = [p for p in paths if p not in parents and p.removesuffix("[]") not in parents]
     missing = [p for p in leaves if rule_for(kind, p) is None]  # a field with fields is covered by theirs
-    assert missing == [], f"{kind} fields with no rule in mpijob/api/support_rules.py: {missing[:20]}"
+    assert missing == [], f"{kind} fields with no rule in mpijob/api/trainer/support_rules.py: {missing[:20]}"
     unused = [p for p in RULES[kind] if p not in paths and p.removesuffix("[]") not in paths]
     assert unused == [], f"{kind} rules for fields the served schema does not have: {unused}"
 

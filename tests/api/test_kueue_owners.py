@@ -10,7 +10,7 @@ from mpijob.api.kueue import owners
 from mpijob.api.kueue.adapters import workload_name, workload_object
 from mpijob.api.mpioperator import naming
 from mpijob.api.mpioperator.convert import convert
-from mpijob.api.plan import resolve
+from mpijob.api.trainer.plan import resolve
 
 from support import UPSTREAM
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from mpijob.api.labels import is_label_value, is_qualified_name
+from mpijob.api.core.labels import is_label_value, is_qualified_name
 
 
 @pytest.mark.parametrize("key", ["app", "a", "nvidia.com/gpu", "kueue.x-k8s.io/queue-name", "A_b.c-D", "x" * 63,
@@ -30,9 +30,9 @@ def test_not_label_values(value: object) -> None:
 
 def test_admission_asks_this_rule() -> None:
     """Admission refuses a label key with an empty prefix, as kube-apiserver does (it once let it through)."""
-    from mpijob.api import resources
-    from mpijob.api.errors import ApiError
-    from mpijob.api.validation import admit
+    from mpijob.api.core import resources
+    from mpijob.api.core.errors import ApiError
+    from mpijob.api.core.validation import admit
 
     bad = "/no-prefix"
     with pytest.raises(ApiError) as refused:

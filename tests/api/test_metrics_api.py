@@ -7,7 +7,7 @@ import json
 from datetime import UTC
 
 from mpijob.api import Obj
-from mpijob.api.metrics import (
+from mpijob.api.trainer.metrics import (
     ADMISSION,
     FIRST_OUTPUT,
     NODES_READY,

@@ -1,13 +1,14 @@
-"""The per-implementation decisions (`api/mpi_impl.py`) and how the run plan and runtime admission use them."""
+"""The per-implementation decisions (`api/trainer/mpi_impl.py`) and how the run plan and runtime admission use them."""
 
 from __future__ import annotations
 
 import copy
 
 import pytest
-from mpijob.api import mpi_impl, names, runtimes
-from mpijob.api.mpi_output import LauncherOutput, asks_for_tags
-from mpijob.api.plan import resolve
+from mpijob.api import names
+from mpijob.api.trainer import mpi_impl, runtimes
+from mpijob.api.trainer.mpi_output import LauncherOutput, asks_for_tags
+from mpijob.api.trainer.plan import resolve
 
 
 def runtime(impl: str | None = None) -> dict:

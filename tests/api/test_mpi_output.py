@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mpijob.api.mpi_output import LauncherOutput, asks_for_tags
+from mpijob.api.trainer.mpi_output import LauncherOutput, asks_for_tags
 from mpijob.store.logfile import LogWriter
 
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import yaml
 from mpijob.api import names
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
 from mpijob.api.mpioperator.convert import DROPPED, MAPPED, RUNTIME, VERDICTS, Conversion, convert
-from mpijob.api.plan import resolve
-from mpijob.api.runtimes import BUNDLED_NAME, bundled
+from mpijob.api.trainer.plan import resolve
+from mpijob.api.trainer.runtimes import BUNDLED_NAME, bundled
 
 from support import UPSTREAM
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import copy
 
 import yaml
-from mpijob.api import names, render
+from mpijob.api import names
 from mpijob.api.mpioperator import naming
 from mpijob.api.mpioperator.convert import convert
-from mpijob.api.plan import RunPlan, resolve
+from mpijob.api.trainer import render
+from mpijob.api.trainer.plan import RunPlan, resolve
 
 from support import UPSTREAM
 

@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from mpijob.api import netpol
-from mpijob.api.errors import ApiError
+from mpijob.api.core import netpol
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import NETWORK_POLICIES
+from mpijob.api.core.selectors import format_label_selector
+from mpijob.api.core.tables import table
+from mpijob.api.core.validation import admit
 from mpijob.api.names import LABEL_JOBSET_NAME, LABEL_RJOB_NAME
-from mpijob.api.resources import NETWORK_POLICIES
-from mpijob.api.selectors import format_label_selector
-from mpijob.api.tables import table
-from mpijob.api.validation import admit
 
 API_SERVER = ("10.96.0.1", 443)
 JOB = {"matchLabels": {LABEL_JOBSET_NAME: "pi"}}

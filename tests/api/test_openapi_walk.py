@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mpijob.api.openapi import crd_definition_name, field_paths, kind_schema, resolve, walk
+from mpijob.api.core.openapi import crd_definition_name, field_paths, kind_schema, resolve, walk
 
 GVK = {"group": "example.com", "version": "v1", "kind": "Thing"}
 

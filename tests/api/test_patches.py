@@ -7,12 +7,12 @@ import copy
 from datetime import UTC, datetime
 
 import pytest
-from mpijob.api import patches, support, support_rules
-from mpijob.api.errors import ApiError
-from mpijob.api.plan import resolve
-from mpijob.api.resources import TRAINJOBS
-from mpijob.api.runtimes import bundled
-from mpijob.api.validation import admit
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import TRAINJOBS
+from mpijob.api.core.validation import admit
+from mpijob.api.trainer import patches, support, support_rules
+from mpijob.api.trainer.plan import resolve
+from mpijob.api.trainer.runtimes import bundled
 
 POD = "trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
 

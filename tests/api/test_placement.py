@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from mpijob.api import names
-from mpijob.api.placement import schedule, why_not
+from mpijob.api.core.placement import schedule, why_not
 
 NODE = {"metadata": {"name": "box", "labels": {"kubernetes.io/hostname": "box", "disk": "ssd", "cores": "16"}},
         "spec": {}}

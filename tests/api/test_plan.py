@@ -6,8 +6,8 @@ import copy
 import re
 
 import pytest
-from mpijob.api.plan import resolve
-from mpijob.api.runtimes import bundled
+from mpijob.api.trainer.plan import resolve
+from mpijob.api.trainer.runtimes import bundled
 
 
 def without_launcher_as_node(rt: dict) -> dict:
@@ -124,7 +124,7 @@ def test_names_hosts_labels_and_determinism(make_trainjob):
     launcher = plan.pods[-1]
     assert launcher.labels["trainer.kubeflow.org/trainjob-ancestor-step"] == "trainer"
     assert launcher.depends_on_nodes_ready and not node1.depends_on_nodes_ready
-    assert launcher.run_as_user is None and node1.run_as_user is None  # the namespace's range decides (api/scc.py)
+    assert launcher.run_as_user is None and node1.run_as_user is None  # the namespace's range decides (api/openshift/scc.py)
     assert launcher.scc == node1.scc == ""  # not admitted yet
     assert not launcher.runs_sshd
     assert [p.name for p in resolve(copy.deepcopy(tj), bundled()[0]).pods] == [p.name for p in plan.pods]
@@ -152,7 +152,7 @@ def test_security_context_container_beats_pod(make_trainjob):
 
 
 def test_non_mpi_runtime_is_refused(make_trainjob, torch_runtime):
-    from mpijob.api.errors import ApiError
+    from mpijob.api.core.errors import ApiError
 
     with pytest.raises(ApiError) as info:
         resolve(make_trainjob(command=["x"]), torch_runtime)

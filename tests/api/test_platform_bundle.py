@@ -10,14 +10,16 @@ from typing import Any
 
 import pytest
 from kubernetes.client import ApiClient
-from mpijob.api import mpi_impl, names, platform, validation
+from mpijob.api import names, platform
+from mpijob.api.core import validation
+from mpijob.api.core.resources import for_kind
+from mpijob.api.openshift.scc_crd import causes as scc_causes
 from mpijob.api.platform import options as popts
 from mpijob.api.platform import queues, rbac, runtimes, scc
 from mpijob.api.platform.options import GPU, OptionError, build
-from mpijob.api.resources import for_kind
-from mpijob.api.runtimes import bundled
-from mpijob.api.scc_crd import causes as scc_causes
-from mpijob.api.support import check
+from mpijob.api.trainer import mpi_impl
+from mpijob.api.trainer.runtimes import bundled
+from mpijob.api.trainer.support import check
 
 CTR_CRD = "trainer/trainer.kubeflow.org_clustertrainingruntimes.yaml"
 KUEUE_CRDS = {"ResourceFlavor": "kueue/kueue.x-k8s.io_resourceflavors.yaml",

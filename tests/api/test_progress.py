@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from mpijob.api.errors import ApiError
-from mpijob.api.progress import Progress, progress_of, trainer_status
-from mpijob.api.waiting import Waiting, about
+from mpijob.api.core.errors import ApiError
+from mpijob.api.trainer.progress import Progress, progress_of, trainer_status
+from mpijob.api.trainer.waiting import Waiting, about
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 

@@ -6,8 +6,7 @@ from decimal import Decimal
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mpijob.api.plan import gpu_count, merge_resources
-from mpijob.api.quantity import (
+from mpijob.api.core.quantity import (
     format_quantity,
     from_base_units,
     is_quantity,
@@ -16,6 +15,7 @@ from mpijob.api.quantity import (
     shortest,
     to_base_units,
 )
+from mpijob.api.trainer.plan import gpu_count, merge_resources
 
 
 @pytest.mark.parametrize("value,expected", [

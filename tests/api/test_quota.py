@@ -1,12 +1,12 @@
-"""mpijob.api.quota: LimitRanger's defaults and checks, and ResourceQuota's usage, constraints and
+"""mpijob.api.core.quota: LimitRanger's defaults and checks, and ResourceQuota's usage, constraints and
 `exceeded quota` message, over a TrainJob's whole run plan — with kube-apiserver's words."""
 
 from __future__ import annotations
 
 import pytest
-from mpijob.api import quota
-from mpijob.api.plan import resolve
-from mpijob.api.runtimes import bundled
+from mpijob.api.core import quota
+from mpijob.api.trainer.plan import resolve
+from mpijob.api.trainer.runtimes import bundled
 
 GPU = "nvidia.com/gpu"
 COUNT = "count/trainjobs.trainer.kubeflow.org"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mpijob.api import rbac, rbac_policy, tokens
-from mpijob.api.rbac import Attributes, Authorizer, Rule, User, request_attributes
+from mpijob.api.core import rbac, rbac_policy, tokens
+from mpijob.api.core.rbac import Attributes, Authorizer, Rule, User, request_attributes
 
 ALICE = User("alice", "u1", ("team-a", "system:authenticated"))
 RBAC_V1 = "rbac.authorization.k8s.io"

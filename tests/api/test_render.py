@@ -15,8 +15,8 @@ import subprocess
 import jsonschema
 import pytest
 from kubernetes.client import ApiClient
-from mpijob.api.plan import generate_ssh_keypair, resolve
-from mpijob.api.render import (
+from mpijob.api.trainer.plan import generate_ssh_keypair, resolve
+from mpijob.api.trainer.render import (
     automounts,
     owner_reference,
     render_hostfile_configmap,
@@ -25,8 +25,8 @@ from mpijob.api.render import (
     render_tls_configmap,
     service_account_name,
 )
-from mpijob.api.runtimes import bundled
-from mpijob.api.schema import _simplify, strip_nulls
+from mpijob.api.trainer.runtimes import bundled
+from mpijob.api.trainer.schema import _simplify, strip_nulls
 
 
 class _Response:

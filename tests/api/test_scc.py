@@ -1,4 +1,4 @@
-"""OpenShift's SCC model, pure (api/scc.py): namespace UID ranges and their allocation, what each pod runs
+"""OpenShift's SCC model, pure (api/openshift/scc.py): namespace UID ranges and their allocation, what each pod runs
 as under restricted-v2, nonroot-v2 and anyuid, every refusal in OpenShift's words, who may use which SCC
 through RBAC, and a whole job admitted or refused with its fix."""
 
@@ -8,11 +8,12 @@ import copy
 from typing import Any
 
 import pytest
-from mpijob.api import rbac, rbac_policy, scc
-from mpijob.api.errors import ApiError
-from mpijob.api.plan import PodPlan, resolve
-from mpijob.api.runtimes import bundled
-from mpijob.api.scc import ANYUID, NONROOT_V2, RESTRICTED_V2, Identity, IdRange, Ranges, Refusal
+from mpijob.api.core import rbac, rbac_policy
+from mpijob.api.core.errors import ApiError
+from mpijob.api.openshift import scc
+from mpijob.api.openshift.scc import ANYUID, NONROOT_V2, RESTRICTED_V2, Identity, IdRange, Ranges, Refusal
+from mpijob.api.trainer.plan import PodPlan, resolve
+from mpijob.api.trainer.runtimes import bundled
 
 RANGES = Ranges(IdRange(1000660000, 10000), IdRange(1000660000, 10000))
 TRAINJOB = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",

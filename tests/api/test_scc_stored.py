@@ -1,4 +1,4 @@
-"""Stored SCCs in OpenShift's admission, pure (api/scc_stored.py, api/scc.py): OpenShift's order (priority,
+"""Stored SCCs in OpenShift's admission, pure (api/openshift/scc_stored.py, api/openshift/scc.py): OpenShift's order (priority,
 then restrictiveness, then name) with the built-ins among them, who may use a stored SCC (its own users
 and groups, or RBAC's `use`), what it makes of a pod's ids, and its refusals in OpenShift's words."""
 
@@ -7,12 +7,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mpijob.api import rbac, rbac_policy, scc, scc_crd, scc_stored
-from mpijob.api.plan import PodPlan, resolve
+from mpijob.api.core import rbac, rbac_policy
+from mpijob.api.openshift import scc, scc_crd, scc_stored
+from mpijob.api.openshift.scc import ANYUID, NONROOT_V2, RESTRICTED_V2, Identity, IdRange, Ranges, Refusal
 from mpijob.api.platform.options import Options
 from mpijob.api.platform.scc import constraints
-from mpijob.api.runtimes import bundled
-from mpijob.api.scc import ANYUID, NONROOT_V2, RESTRICTED_V2, Identity, IdRange, Ranges, Refusal
+from mpijob.api.trainer.plan import PodPlan, resolve
+from mpijob.api.trainer.runtimes import bundled
 
 RANGES = Ranges(IdRange(1000660000, 10000), IdRange(1000660000, 10000))
 TRAINJOB = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",

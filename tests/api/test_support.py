@@ -6,11 +6,11 @@ from __future__ import annotations
 import copy
 
 import pytest
-from mpijob.api.errors import ApiError
-from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, TRAINJOBS
-from mpijob.api.runtimes import bundled
-from mpijob.api.support import check, rule_for
-from mpijob.api.validation import admit
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import CLUSTER_TRAINING_RUNTIMES, TRAINJOBS
+from mpijob.api.core.validation import admit
+from mpijob.api.trainer.runtimes import bundled
+from mpijob.api.trainer.support import check, rule_for
 
 POD = "spec.template.spec.replicatedJobs[1].template.spec.template.spec"
 
@@ -65,7 +65,7 @@ def test_harmless_fields_are_warned_by_name_and_honoured_ones_are_silent() -> No
     rt = _runtime()
     pod = rt["spec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
     pod["priorityClassName"] = "high"
-    pod["nodeSelector"] = {"gpu": "a100"}  # honoured: the pods are placed on the Node (api/placement.py)
+    pod["nodeSelector"] = {"gpu": "a100"}  # honoured: the pods are placed on the Node (api/core/placement.py)
     pod["containers"][0]["workingDir"] = "/tmp"
     found = check("ClusterTrainingRuntime", rt)
     assert found.causes == []

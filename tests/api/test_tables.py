@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from mpijob.api import durations, resources, tables
+from mpijob.api.core import durations, resources, tables
 
 NOW = datetime(2025, 1, 10, 12, 0, 0, tzinfo=UTC)
 

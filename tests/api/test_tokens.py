@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 
-from mpijob.api import tokens
+from mpijob.api.core import tokens
 
 KEY = b"k" * 32
 ACCOUNT = {"metadata": {"name": "default", "namespace": "team-a", "uid": "sa-uid"}}

@@ -6,10 +6,10 @@ import base64
 import copy
 
 import pytest
-from mpijob.api import resources as r
-from mpijob.api.errors import ApiError
-from mpijob.api.runtimes import BUNDLED_NAME, bundled
-from mpijob.api.validation import admit
+from mpijob.api.core import resources as r
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.validation import admit
+from mpijob.api.trainer.runtimes import BUNDLED_NAME, bundled
 
 
 def fields_of(res, obj, old=None) -> dict[str, str]:
@@ -35,7 +35,7 @@ def test_bundled_runtime_shape_and_admission(assert_crd):
     assert launcher["dependsOn"] == [{"name": "node", "status": "Ready"}]
     assert launcher["template"]["metadata"]["labels"] == {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
     for rjob in (node, launcher):  # OpenShift-compatible: no runAsUser or fsGroup, so its pods run as their
-        spec = rjob["template"]["spec"]["template"]["spec"]  # namespace's UIDs (api/scc.py)
+        spec = rjob["template"]["spec"]["template"]["spec"]  # namespace's UIDs (api/openshift/scc.py)
         assert "securityContext" not in spec and "securityContext" not in spec["containers"][0]
     assert admit(r.CLUSTER_TRAINING_RUNTIMES, rt) == rt  # already carries every default
     assert_crd(rt, "clustertrainingruntimes")

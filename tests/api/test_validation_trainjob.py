@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 
 import pytest
-from mpijob.api import resources as r
-from mpijob.api.errors import ApiError
-from mpijob.api.runtimes import bundled
-from mpijob.api.trainjob import MAX_NUM_NODES, check_runtime_ref
-from mpijob.api.validation import admit
+from mpijob.api.core import resources as r
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.validation import admit
+from mpijob.api.trainer.runtimes import bundled
+from mpijob.api.trainer.trainjob import MAX_NUM_NODES, check_runtime_ref
 
 
 def refused(obj: dict, old: dict | None = None, res=r.TRAINJOBS) -> ApiError:
@@ -238,7 +238,7 @@ def test_the_upstream_sdk_reads_the_bundled_runtime_and_its_trainjob_is_admitted
     from kubeflow.trainer.backends.kubernetes import utils
     from kubeflow.trainer.types import types
     from kubeflow_trainer_api import models
-    from mpijob.api.plan import resolve
+    from mpijob.api.trainer.plan import resolve
 
     cr = models.TrainerV1alpha1ClusterTrainingRuntime.from_dict(bundled()[0])
     runtime = types.Runtime(

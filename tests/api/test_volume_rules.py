@@ -1,5 +1,5 @@
 """What kube refuses of claims and pod volumes, what a file volume holds, and what the scheduler says of a
-pod whose claim is missing: `mpijob.api.volumes`, pure (docs/volumes.md)."""
+pod whose claim is missing: `mpijob.api.core.volumes`, pure (docs/volumes.md)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import copy
 from datetime import UTC, datetime
 
 import pytest
-from mpijob.api import names, tables
-from mpijob.api import volumes as v
-from mpijob.api.errors import ApiError
-from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, PERSISTENT_VOLUME_CLAIMS
-from mpijob.api.runtimes import bundled
-from mpijob.api.support import check
-from mpijob.api.validation import admit
+from mpijob.api import names
+from mpijob.api.core import tables
+from mpijob.api.core import volumes as v
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import CLUSTER_TRAINING_RUNTIMES, PERSISTENT_VOLUME_CLAIMS
+from mpijob.api.core.validation import admit
+from mpijob.api.trainer.runtimes import bundled
+from mpijob.api.trainer.support import check
 
 POD = "spec.template.spec.replicatedJobs[1].template.spec.template.spec"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mpijob.api import errors
-from mpijob.api.errors import ApiError
+from mpijob.api.core import errors
+from mpijob.api.core.errors import ApiError
 from mpijob.cli.exitcodes import (
     MEANINGS,
     Exit,

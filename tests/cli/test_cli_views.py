@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from mpijob.api.durations import age, human_duration
+from mpijob.api.core.durations import age, human_duration
 from mpijob.cli import views
 
 NOW = datetime(2026, 1, 10, 12, 0, 0, tzinfo=UTC)

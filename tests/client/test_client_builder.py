@@ -9,9 +9,9 @@ import jsonschema
 import pytest
 import yaml
 from mpijob.api import names
-from mpijob.api import trainjob as trainjob_rules
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
 from mpijob.api.names import MAX_ENV
+from mpijob.api.trainer import trainjob as trainjob_rules
 from mpijob.cli.create_cmd import imperative_trainjob
 from mpijob.client.builder import build_trainjob, field_causes
 

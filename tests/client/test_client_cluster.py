@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection
 from mpijob.client.core import Call, collection_path, display_name, resource_for

@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 import yaml
-from mpijob.api import netpol
+from mpijob.api.core import netpol
 from mpijob.client.doctor import Facts, Status, cluster, default_job
 
 from support import UPSTREAM

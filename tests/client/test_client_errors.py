@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from mpijob.api import errors
+from mpijob.api.core import errors
 from mpijob.client.config import choose_cluster
 from mpijob.client.connection import Connection
 from mpijob.client.errors import Unreachable, decode_status

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from mpijob.api.mpi_output import untag
+from mpijob.api.trainer.mpi_output import untag
 from mpijob.cli.flags import message, parse_duration
 from mpijob.cli.logs_cmd import Printer
 from mpijob.cli.views import state_line

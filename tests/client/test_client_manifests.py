@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
 from mpijob.client import manifests
 
 JOB = "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: %s}\nspec: {}\n"

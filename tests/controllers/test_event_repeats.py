@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from mpijob.api.resources import EVENTS, TRAINJOBS
+from mpijob.api.core.resources import EVENTS, TRAINJOBS
 from mpijob.controllers import events
 from mpijob.store.objects import Store
 

@@ -11,7 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from mpijob.api import mpi_impl, names
+from mpijob.api import names
+from mpijob.api.trainer import mpi_impl
 from mpijob.controllers.kubelet import mpi_installs
 
 UNRESOLVABLE = "no-such-host-mpijob-test"

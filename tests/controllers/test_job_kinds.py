@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from mpijob.api import Obj, names
+from mpijob.api.core.resources import Resource
 from mpijob.api.kueue.owners import JobKind
-from mpijob.api.resources import Resource
 from mpijob.controllers import jobkinds
 from mpijob.controllers.jobkinds import JobKinds
 from mpijob.controllers.manager import Manager

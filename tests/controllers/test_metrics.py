@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from mpijob.api import Obj
-from mpijob.api import resources as r
+from mpijob.api.core import resources as r
 from mpijob.api.kueue.snapshot import ClusterQueue
 from mpijob.controllers.kubelet.cgroups import PodCgroup
 from mpijob.controllers.kueue.queueing import Queueing

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mpijob.api import names
-from mpijob.api.resources import NODES
+from mpijob.api.core.resources import NODES
 from mpijob.controllers.kubelet import node
 from mpijob.store.objects import Store
 

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mpijob.api import rbac
-from mpijob.api.errors import ApiError
-from mpijob.api.plan import RunPlan, resolve
-from mpijob.api.resources import CLUSTER_ROLES, ROLE_BINDINGS, SECURITY_CONTEXT_CONSTRAINTS
-from mpijob.api.runtimes import bundled
+from mpijob.api.core import rbac
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import CLUSTER_ROLES, ROLE_BINDINGS, SECURITY_CONTEXT_CONSTRAINTS
+from mpijob.api.trainer.plan import RunPlan, resolve
+from mpijob.api.trainer.runtimes import bundled
 from mpijob.controllers.scc import admit
 from mpijob.server import bootstrap
 from mpijob.store.authorizer import MODE_ENV, index

@@ -10,9 +10,9 @@ import stat
 from pathlib import Path
 
 import pytest
-from mpijob.api import scc
-from mpijob.api.plan import resolve
-from mpijob.api.runtimes import bundled
+from mpijob.api.openshift import scc
+from mpijob.api.trainer.plan import resolve
+from mpijob.api.trainer.runtimes import bundled
 from mpijob.controllers.kubelet.sandbox import (
     NAMESPACE,
     PROCESS,
@@ -62,7 +62,7 @@ def test_the_token_belongs_to_the_pods_run_as_user(tmp_path: Path, plan) -> None
     admitted = scc.admit(plan, RANGES, lambda pod: frozenset(), "alice")
     launcher = admitted.pods[-1]
     user = job_user(admitted, launcher, NAMESPACE)
-    assert (user.uid, user.name) == (1000660000, "mpiuser")  # its namespace's first UID (api/scc.py)
+    assert (user.uid, user.name) == (1000660000, "mpiuser")  # its namespace's first UID (api/openshift/scc.py)
     files.write_service_account(launcher, user, FILES)
     token = files.service_account_dir(launcher) / "token"
     assert (token.stat().st_uid, token.stat().st_gid) == (user.uid, user.gid)

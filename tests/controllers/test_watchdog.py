@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mpijob.api.bounds import Bounds
+from mpijob.api.trainer.bounds import Bounds
 from mpijob.controllers.trainer.procfs import not_listening
 from mpijob.controllers.trainer.watchdog import Kind, Look, Pod, Tracker, Watchdog
 

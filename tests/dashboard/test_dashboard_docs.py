@@ -8,7 +8,8 @@ from pathlib import Path
 
 import httpx
 from browser_support import Dashboard, wait_for
-from mpijob.api import failures, names
+from mpijob.api import names
+from mpijob.api.trainer import failures
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "web" / "src"
@@ -29,7 +30,7 @@ def test_a_guide_link_opens_its_section(dash: Dashboard) -> None:
 
 def test_the_failure_anchors_are_failures_own_and_every_linked_doc_exists() -> None:
     copied = dict(re.findall(r"^\s+(\w+): '([a-z0-9-]+)',$", (SRC / "details" / "model.js").read_text(), re.M))
-    assert copied == failures.ANCHORS, "web/src/details/model.js FAILURE_ANCHORS drifted from mpijob/api/failures.py"
+    assert copied == failures.ANCHORS, "web/src/details/model.js FAILURE_ANCHORS drifted from mpijob/api/trainer/failures.py"
     guide = (REPO / failures.GUIDE).read_text()
     headings = {re.sub(r"[^\w\s-]", "", h.strip().lower()).replace(" ", "-")
                 for h in re.findall(r"^#+ (.+)$", guide, re.M)}

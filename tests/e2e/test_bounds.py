@@ -26,7 +26,7 @@ import httpx
 import pytest
 import yaml
 from mpijob.api import names
-from mpijob.api.durations import parse_time
+from mpijob.api.core.durations import parse_time
 
 from support import (
     TRAINER,

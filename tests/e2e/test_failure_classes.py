@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from mpijob.api import names
-from mpijob.api.failures import ANCHORS
+from mpijob.api.trainer.failures import ANCHORS
 
 from support import (
     TAG,

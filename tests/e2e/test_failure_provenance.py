@@ -1,4 +1,4 @@
-"""Each failure class is earned (docs/troubleshooting.md, api/launch_log.py): a class that blames the launch
+"""Each failure class is earned (docs/troubleshooting.md, api/trainer/launch_log.py): a class that blames the launch
 comes only from what mpirun, ssh or the MPI daemons said, never from a program that prints the same words.
 Real jobs whose programs print every launch error's wording themselves and exit non-zero, as a rank under
 Open MPI 4 (tagged), Open MPI 5 (untagged) and MPICH, and as the launcher's own command, each fail as
@@ -17,7 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
-from mpijob.api import names, runtimes
+from mpijob.api import names
+from mpijob.api.trainer import runtimes
 
 from support import TRAINER, condition, create, events_of, job_pods, launcher_of, trainjob, wait_finished, wait_for
 

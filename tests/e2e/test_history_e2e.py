@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from mpijob.api import names
-from mpijob.api.durations import parse_time
+from mpijob.api.core.durations import parse_time
 from mpijob.cli.exitcodes import Exit
 from mpijob.cli.main import app
 from mpijob.store import server_process

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from mpijob.api import mpi_impl, names, runtimes
-from mpijob.api.mpi_output import LauncherOutput
+from mpijob.api import names
+from mpijob.api.trainer import mpi_impl, runtimes
+from mpijob.api.trainer.mpi_output import LauncherOutput
 from mpijob.controllers.kubelet.sandbox import (
     ACCEPTED,
     NAMESPACE,

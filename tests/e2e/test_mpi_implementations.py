@@ -15,8 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from mpijob.api import names, runtimes
-from mpijob.api.mpi_output import RANKS_HEADER
+from mpijob.api import names
+from mpijob.api.trainer import runtimes
+from mpijob.api.trainer.mpi_output import RANKS_HEADER
 from mpijob.store.server_process import ServerInfo
 
 from support import (

@@ -19,8 +19,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from mpijob.api import names, runtimes
-from mpijob.api.mpi_output import RANKS_HEADER
+from mpijob.api import names
+from mpijob.api.trainer import runtimes
+from mpijob.api.trainer.mpi_output import RANKS_HEADER
 
 from support import TRAINER, condition, create, job_pods, launcher_of, trainjob, wait_finished
 

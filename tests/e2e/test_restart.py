@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 from mpijob.api import Obj
+from mpijob.api.core.resources import TRAINJOBS, WORKLOADS, Resource
 from mpijob.api.kueue.adapters import workload_name
-from mpijob.api.resources import TRAINJOBS, WORKLOADS, Resource
 from mpijob.controllers import conditions as cond
 from mpijob.store.objects import Store
 from mpijob.store.server_process import ServerInfo

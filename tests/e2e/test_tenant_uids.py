@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
-from mpijob.api.runtimes import bundled
+from mpijob.api.trainer.runtimes import bundled
 
 from support import (
     TRAINER,

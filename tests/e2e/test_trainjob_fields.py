@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 import httpx
-from mpijob.api.runtimes import bundled
+from mpijob.api.trainer.runtimes import bundled
 
 from support import (
     TRAINER,

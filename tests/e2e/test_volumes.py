@@ -16,7 +16,7 @@ import httpx
 import pytest
 import yaml
 from mpijob.api import names
-from mpijob.api.runtimes import bundled
+from mpijob.api.trainer.runtimes import bundled
 from mpijob.store import server_process
 from mpijob.store.home import Home
 from mpijob.store.server_process import ServerInfo

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from mpijob import AsyncClient, Client
-from mpijob.api.errors import ApiError, Cause
+from mpijob.api.core.errors import ApiError, Cause
 from mpijob.cli.exitcodes import Exit, exit_code
 from mpijob.cli.main import app
 from mpijob.client.errors import Category, category

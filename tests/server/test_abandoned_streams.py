@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mpijob.api.resources import CONFIGMAPS, PODS
+from mpijob.api.core.resources import CONFIGMAPS, PODS
 from mpijob.server.routes import logs, watch
 from mpijob.server.routes.paths import Target
 from mpijob.server.state import Cluster

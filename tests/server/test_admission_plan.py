@@ -1,6 +1,6 @@
 """Admission of a new job resolves its run plan once and hands that plan to every check that reads it (SCC,
 LimitRange and ResourceQuota, never-fits, volumes), in process: the checks over a real store, the
-controllers' code reached through the server's seam (`mpijob.server.ports`), `mpijob.api.plan.resolve`
+controllers' code reached through the server's seam (`mpijob.server.ports`), `mpijob.api.trainer.plan.resolve`
 counted wherever a module holds it."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mpijob.api import plan as plans
-from mpijob.api import rbac, validation
-from mpijob.api.errors import ApiError
+from mpijob.api.core import rbac, validation
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import CLUSTER_QUEUES, LIMIT_RANGES, MPIJOBS, RESOURCE_QUOTAS, TRAINJOBS
 from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE
-from mpijob.api.resources import CLUSTER_QUEUES, LIMIT_RANGES, MPIJOBS, RESOURCE_QUOTAS, TRAINJOBS
 from mpijob.api.sandbox_mode import SandboxMode
+from mpijob.api.trainer import plan as plans
 from mpijob.controllers.kueue.workloads import default_objects
 from mpijob.server import admission, bootstrap, ports
 from mpijob.store.objects import Store

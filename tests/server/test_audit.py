@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from mpijob.api import names
-from mpijob.api.durations import parse_time
+from mpijob.api.core.durations import parse_time
 from mpijob.server.audit import AuditMiddleware, annotate, request_info
 from mpijob.store import audit
 from mpijob.store.home import Home

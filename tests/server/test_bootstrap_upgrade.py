@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from mpijob.api.resources import CLUSTER_ROLES, CLUSTER_TRAINING_RUNTIMES
-from mpijob.api.runtimes import bundled
+from mpijob.api.core.resources import CLUSTER_ROLES, CLUSTER_TRAINING_RUNTIMES
+from mpijob.api.trainer.runtimes import bundled
 from mpijob.server import bootstrap
 from mpijob.store.objects import Store
 

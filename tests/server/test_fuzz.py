@@ -49,7 +49,7 @@ from fuzz_support import (
 )
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from mpijob.api.runtimes import bundled
+from mpijob.api.trainer.runtimes import bundled
 from mpijob.store.server_process import ServerInfo
 
 DEFAULT_EXAMPLES = 2400  # authorized examples over all routes in the default run (6 per route)

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
 from mpijob.server.http import MAX_DEPTH, MAX_REQUEST_BYTES, BodyLimit, decode_body, parse_int, plain
 
 CM = "/api/v1/namespaces/default/configmaps"

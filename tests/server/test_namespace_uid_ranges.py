@@ -1,4 +1,4 @@
-"""Every namespace owns a block of UIDs, as OpenShift's namespace controller gives one (api/scc.py): set by
+"""Every namespace owns a block of UIDs, as OpenShift's namespace controller gives one (api/openshift/scc.py): set by
 the server when the namespace is created (over the real API) or found without one at start (bootstrap),
 never chosen or changed by a client, never one block for two namespaces; and a TrainJob whose pods
 would run as root is refused at admission until an admin grants its creator `anyuid`."""
@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from mpijob.api.resources import NAMESPACES
-from mpijob.api.runtimes import bundled
+from mpijob.api.core.resources import NAMESPACES
+from mpijob.api.trainer.runtimes import bundled
 from mpijob.server import bootstrap
 from mpijob.store.objects import Store
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import yaml
-from mpijob.api.netpol import NOT_ENFORCED
+from mpijob.api.core.netpol import NOT_ENFORCED
 
 NETPOL = "/apis/networking.k8s.io/v1"
 JOBSET = "jobset.sigs.k8s.io/jobset-name"

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 from mpijob.api import names
-from mpijob.api.openapi import crd_definition_name, field_paths, kind_schema, ref_name, schemas
-from mpijob.api.resources import ALL, served_versions
+from mpijob.api.core.openapi import crd_definition_name, field_paths, kind_schema, ref_name, schemas
+from mpijob.api.core.resources import ALL, served_versions
 from mpijob.server import openapi
 
 from support import load_tool

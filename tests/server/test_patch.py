@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
 from mpijob.server.patch import json_patch, merge_patch, strategic_merge_patch
 
 

@@ -8,8 +8,9 @@ import copy
 from collections.abc import Callable
 
 import httpx
-from mpijob.api import mpi_impl, names
-from mpijob.api.runtimes import bundled
+from mpijob.api import names
+from mpijob.api.trainer import mpi_impl
+from mpijob.api.trainer.runtimes import bundled
 from mpijob.controllers.kubelet import mpi_installs
 from mpijob.store.server_process import ServerInfo
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from mpijob.api import names, tokens
+from mpijob.api import names
+from mpijob.api.core import tokens
 from mpijob.store.home import Home
 
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"

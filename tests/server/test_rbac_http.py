@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from mpijob.api import tokens
+from mpijob.api.core import tokens
 from mpijob.store.home import Home
 
 USERS = "/apis/mpijob.io/v1alpha1/users"

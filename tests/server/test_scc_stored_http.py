@@ -8,7 +8,7 @@ import copy
 from collections.abc import Callable
 
 import httpx
-from mpijob.api.runtimes import bundled
+from mpijob.api.trainer.runtimes import bundled
 from mpijob.store.server_process import ServerInfo
 
 SCCS = "/apis/security.openshift.io/v1/securitycontextconstraints"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mpijob.api.rbac import User
+from mpijob.api.core.rbac import User
 from mpijob.server import sessions
 from mpijob.server.sessions import Sessions
 

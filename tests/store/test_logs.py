@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mpijob.api.mpi_output import LauncherOutput
+from mpijob.api.trainer.mpi_output import LauncherOutput
 from mpijob.store.logs import LogStore
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mpijob.api.resources import CONFIGMAPS
+from mpijob.api.core.resources import CONFIGMAPS
 from mpijob.store.home import Home
 from mpijob.store.objects import Store
 

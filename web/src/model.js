@@ -22,7 +22,7 @@ export const localTime = (ts) => (ts ? new Date(ts).toLocaleString() : '');
 
 /**
  * Why a job waits, with its estimated start: the sentence the local cluster's scheduler writes on the
- * job's Workload (mpijob/api/waiting.py), as `mpijob describe` shows it; '' when none says.
+ * job's Workload (mpijob/api/trainer/waiting.py), as `mpijob describe` shows it; '' when none says.
  */
 export function waitingSentence(job, workload, now = Date.now()) {
   const own = (job.metadata.annotations || {})[ANNOTATION_WAITING];

@@ -87,7 +87,7 @@ describe('MPI slots and ranks', () => {
 
 describe('failures', () => {
   test('parseFailure splits mpijob\'s message: class, summary, fix, pod, rank, host, guide anchor', () => {
-    // the shape of mpijob/api/failures.py Failure.message
+    // the shape of mpijob/api/trainer/failures.py Failure.message
     const msg = 'OOMKilled: rank 3 on pod pi-node-0-1 (host pi-node-0-1.pi) ran out of memory. '
       + 'Fix: ask for more memory per node. See docs/troubleshooting.md#oom-killed';
     assert.deepEqual(d.parseFailure(msg), {
@@ -116,7 +116,7 @@ describe('failures', () => {
     const slug = (h) => h.trim().toLowerCase().replace(/[^\w\s-]/g, '').replace(/\s/g, '-');
     const headings = new Set([...guide.matchAll(/^#{1,6} (.+)$/gm)].map((x) => slug(x[1])));
     for (const [cls, anchor] of Object.entries(d.FAILURE_ANCHORS)) assert.ok(headings.has(anchor), `${cls}: #${anchor}`);
-    const py = readFileSync(new URL('mpijob/api/failures.py', root), 'utf8');
+    const py = readFileSync(new URL('mpijob/api/trainer/failures.py', root), 'utf8');
     const block = /^ANCHORS = \{([\s\S]*?)^\}/m.exec(py)[1];
     const pyAnchors = [...block.matchAll(/: "([\w-]+)"/g)].map((x) => x[1]);
     assert.ok(pyAnchors.length >= 10);

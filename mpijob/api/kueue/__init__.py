@@ -1,4 +1,5 @@
-"""Kueue API objects (`kueue.x-k8s.io`): models, defaults, validation and v1beta1 ↔ v1beta2 conversion.
+"""Kueue API objects (`kueue.x-k8s.io`): models, defaults, validation and v1beta1 ↔ v1beta2 conversion;
+the pure scheduler that admits them is `scheduler/`.
 
 `causes()` is what admission calls for a Kueue kind: CRD defaults first, then the schema (models), then
 Kueue's webhook rules — on the v1beta2 form, which is how every Kueue object is stored.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpijob.api.errors import Cause
+from mpijob.api.core.errors import Cause
 from mpijob.api.kueue import defaults, rules
 from mpijob.api.kueue.models import MODELS
 from mpijob.api.kueue.structure import structural_causes

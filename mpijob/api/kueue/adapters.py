@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from mpijob.api import Obj
+from mpijob.api.core.quantity import to_base_units
 from mpijob.api.kueue import owners
 from mpijob.api.kueue.snapshot import (
     Assignment,
@@ -36,8 +37,7 @@ from mpijob.api.names import (
     LABEL_QUEUE_NAME,
     QUOTA_RESERVED,
 )
-from mpijob.api.plan import RunPlan
-from mpijob.api.quantity import to_base_units
+from mpijob.api.trainer.plan import RunPlan
 
 # What a new user needs no configuration for: one flavor, one queue over the whole machine.
 DEFAULT_FLAVOR, DEFAULT_CLUSTER_QUEUE, DEFAULT_LOCAL_QUEUE = "default-flavor", "cluster-queue", "user-queue"

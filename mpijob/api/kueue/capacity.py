@@ -1,14 +1,14 @@
 """Machine capacity as text (`--capacity nvidia.com/gpu=8,cpu=16,memory=64Gi`).
 
 The amounts become the default ClusterQueue's quota, which the scheduler counts in integer base units
-(`mpijob.api.quantity.to_base_units`).
+(`mpijob.api.core.quantity.to_base_units`).
 """
 
 from __future__ import annotations
 
-from mpijob.api.errors import ApiError, bad_request
-from mpijob.api.labels import is_qualified_name
-from mpijob.api.quantity import parse_quantity
+from mpijob.api.core.errors import ApiError, bad_request
+from mpijob.api.core.labels import is_qualified_name
+from mpijob.api.core.quantity import parse_quantity
 
 _EXAMPLE = "nvidia.com/gpu=8,cpu=16,memory=64Gi"
 

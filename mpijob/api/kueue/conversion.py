@@ -18,7 +18,8 @@ from __future__ import annotations
 import copy
 
 from mpijob.api import Obj
-from mpijob.api.errors import Cause, invalid
+from mpijob.api.core.errors import Cause, invalid
+from mpijob.api.core.resources import Resource, storage
 from mpijob.api.names import (
     KUEUE_API_VERSION,
     KUEUE_GROUP,
@@ -28,7 +29,6 @@ from mpijob.api.names import (
     PRIORITY_SOURCE_POD,
     SCHEDULING_GROUP,
 )
-from mpijob.api.resources import Resource, storage
 
 _SOURCES = {  # v1beta1 priorityClassSource ↔ v1beta2 priorityClassRef (group, kind)
     PRIORITY_SOURCE_KUEUE: (KUEUE_GROUP, "WorkloadPriorityClass"),

@@ -1,18 +1,18 @@
 """Kueue's wording, word for word, and the human one-liners built from the same facts.
 
-Quantities print as Kubernetes prints them (`mpijob.api.quantity.format_quantity`). The condition
+Quantities print as Kubernetes prints them (`mpijob.api.core.quantity.format_quantity`). The condition
 types and reasons these messages go with are words of the vocabulary (`mpijob.api.names`).
 """
 
 from __future__ import annotations
 
+from mpijob.api.core.quantity import format_quantity as quantity
 from mpijob.api.names import (
     REASON_IN_CLUSTER_QUEUE,
     REASON_IN_COHORT_FAIR_SHARING,
     REASON_IN_COHORT_RECLAIM_WHILE_BORROWING,
     REASON_IN_COHORT_RECLAMATION,
 )
-from mpijob.api.quantity import format_quantity as quantity
 
 # -- Kueue's condition messages ------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 They are the structural half of admission: unknown fields are rejected, enums, bounds, name patterns
 and quantities checked, as kube-apiserver checks a custom resource against its schema. What the local
-cluster refuses whatever its shape (`mpijob.api.support`: concurrent admission, a pod set's topology
+cluster refuses whatever its shape (`mpijob.api.trainer.support`: concurrent admission, a pod set's topology
 request) and a Workload's pod template (its requests are checked in `rules`) are typed as plain
 mappings. `status` is written by controllers and is not checked.
 """
@@ -15,8 +15,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from pydantic.alias_generators import to_camel
 
 from mpijob.api import Obj, names
+from mpijob.api.core.quantity import parse_quantity
 from mpijob.api.names import KUEUE_GROUP, SCHEDULING_GROUP
-from mpijob.api.quantity import parse_quantity
 
 DNS1123_SUBDOMAIN = names.DNS1123_SUBDOMAIN.pattern
 DNS1123_LABEL = names.DNS1123_LABEL.pattern
@@ -130,7 +130,7 @@ class ClusterQueueSpec(KueueModel):
     admission_checks_strategy: AdmissionChecksStrategy | None = None
     flavor_fungibility: FlavorFungibility | None = None
     admission_scope: AdmissionScope | None = None
-    concurrent_admission_policy: Obj | None = None  # refused (mpijob.api.support)
+    concurrent_admission_policy: Obj | None = None  # refused (mpijob.api.trainer.support)
 
 
 class ClusterQueue(Object):
@@ -206,7 +206,7 @@ class PodSet(KueueModel):
     count: Annotated[int, Field(ge=0, le=INT32_MAX)] | None = None
     min_count: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
     template: Obj  # a PodTemplateSpec; requests are checked in `rules`
-    topology_request: Obj | None = None  # refused (mpijob.api.support)
+    topology_request: Obj | None = None  # refused (mpijob.api.trainer.support)
 
 
 class PriorityClassRef(KueueModel):

@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 
 from mpijob.api import Obj, names
-from mpijob.api.resources import MPIJOBS, TRAINJOBS, Resource
+from mpijob.api.core.resources import MPIJOBS, TRAINJOBS, Resource
 
 HASH_LENGTH = 5  # Kueue's: the hash at the end of a Workload's name
 MAX_PREFIX = 252 - HASH_LENGTH  # Kueue's: a name has at most 253 characters, '-' and the hash included

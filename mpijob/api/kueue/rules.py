@@ -10,11 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 from mpijob.api import Obj, names
-from mpijob.api.errors import Cause
-from mpijob.api.labels import is_qualified_name
-from mpijob.api.quantity import parse_quantity
-from mpijob.api.schema import show
-from mpijob.api.selectors import selector_causes
+from mpijob.api.core.errors import Cause
+from mpijob.api.core.labels import is_qualified_name
+from mpijob.api.core.quantity import parse_quantity
+from mpijob.api.core.selectors import selector_causes
+from mpijob.api.trainer.schema import show
 
 _QUALIFIED_HELP = ("must be a qualified name: an optional DNS prefix and '/', then at most 63 letters, digits, "
                    "'-', '_' or '.', starting and ending with a letter or digit (e.g. 'nvidia.com/gpu')")

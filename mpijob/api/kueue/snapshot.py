@@ -1,10 +1,10 @@
 """The scheduler's input: an immutable picture of Kueue's queues, quotas and workloads.
 
-Plain typed data, so a scheduling cycle (`mpijob.controllers.kueue.scheduler`) is a pure function of it
+Plain typed data, so a scheduling cycle (`mpijob.api.kueue.scheduler`) is a pure function of it
 and testable without a server. It lives with the Kueue API because it is Kueue's objects in typed form
 (`mpijob.api.kueue.adapters` reads them from their wire format); docs/parity.md says which Kueue fields
 and behaviours are matched. Quantities are integers in base units: millicores for `cpu`, bytes for
-`memory`, whole devices for anything else (`mpijob.api.quantity.to_base_units`).
+`memory`, whole devices for anything else (`mpijob.api.core.quantity.to_base_units`).
 
 The policies are `StrEnum`s of exactly the values Kueue's API accepts, so they compare equal to the
 strings stored in the objects and print as them.
@@ -17,7 +17,7 @@ from enum import StrEnum
 from functools import cached_property
 
 from mpijob.api import Obj
-from mpijob.api.quantity import from_base_units
+from mpijob.api.core.quantity import from_base_units
 
 Resources = dict[str, int]  # resource name → amount in base units
 

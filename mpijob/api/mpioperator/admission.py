@@ -1,5 +1,5 @@
 """Admission of an MPIJob: the CRD's defaults and schema, MPI Operator's own validation, the local cluster's
-verdict on each field (`mpijob.api.support`), and whether it can run here (it converts to a TrainJob).
+verdict on each field (`mpijob.api.trainer.support`), and whether it can run here (it converts to a TrainJob).
 
 What an MPIJob runs as is its TrainJob form (`convert`), so a job that would not convert is refused at
 the door with the converter's words, rather than stored and failed later.
@@ -10,10 +10,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mpijob.api import names, support
-from mpijob.api.errors import ApiError, Cause
+from mpijob.api import names
+from mpijob.api.core.errors import ApiError, Cause
 from mpijob.api.mpioperator import schema
-from mpijob.api.schema import show
+from mpijob.api.trainer import support
+from mpijob.api.trainer.schema import show
 
 REPLICA_TYPES = (names.REPLICA_LAUNCHER, names.REPLICA_WORKER)
 

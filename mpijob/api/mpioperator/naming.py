@@ -14,7 +14,7 @@ import copy
 import dataclasses
 
 from mpijob.api import names
-from mpijob.api.plan import PodPlan, RunPlan
+from mpijob.api.trainer.plan import PodPlan, RunPlan
 
 # The Trainer/JobSet labels MPI Operator's pods do not carry (the Job controller's job-name stays on the launcher)
 _TRAINER_LABELS = (names.LABEL_JOBSET_NAME, names.LABEL_RJOB_NAME, names.LABEL_RJOB_REPLICAS, names.LABEL_JOB_INDEX,
@@ -74,7 +74,7 @@ def _hostfile(hostfile: str, hosts: dict[str, tuple[str, bool]]) -> str:
     return "".join(text for _, text in sorted(lines, key=lambda entry: entry[0]))
 
 
-# -- the objects rendered for the plan (`api/render.py`), renamed -------------------------------------------
+# -- the objects rendered for the plan (`api/trainer/render.py`), renamed -------------------------------------------
 
 _VOLUMES = {names.SSH_VOLUME: names.MPIJOB_SSH_VOLUME, names.HOSTFILE_VOLUME: names.MPIJOB_CONFIG_VOLUME}
 

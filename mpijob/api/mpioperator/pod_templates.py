@@ -9,9 +9,9 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from mpijob.api import names
-from mpijob.api.errors import Cause
+from mpijob.api.core.errors import Cause
 from mpijob.api.mpioperator.report import DROPPED, MAPPED, RUNTIME, is_set
-from mpijob.api.runtimes import bundled
+from mpijob.api.trainer.runtimes import bundled
 
 if TYPE_CHECKING:
     from mpijob.api.mpioperator.convert import Converter

@@ -17,9 +17,9 @@ from typing import Any
 import jsonschema
 
 from mpijob.api import names
-from mpijob.api.errors import Cause
-from mpijob.api.openapi import expand_shared
-from mpijob.api.schema import _causes, strip_nulls
+from mpijob.api.core.errors import Cause
+from mpijob.api.core.openapi import expand_shared
+from mpijob.api.trainer.schema import _causes, strip_nulls
 
 DATA = "mpijob_schema.json"
 _DROP = ("description", "default", "format", "x-kubernetes-list-type", "x-kubernetes-list-map-keys",

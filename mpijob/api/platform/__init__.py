@@ -9,9 +9,9 @@ namespace; OpenShift's SecurityContextConstraints and who may use them.
 from __future__ import annotations
 
 from mpijob.api import Obj, names
+from mpijob.api.core.resources import NAMESPACES
 from mpijob.api.platform import network, queues, rbac, runtimes, scc
 from mpijob.api.platform.options import OptionError, Options, Team, build
-from mpijob.api.resources import NAMESPACES
 
 __all__ = ["FILES", "OptionError", "Options", "Team", "build", "groups", "render"]
 

@@ -9,15 +9,15 @@ mpirun starts daemons over ssh that then connect back and between ranks on ports
 (Open MPI's TCP transport, PRRTE/ORTE, Hydra), and NCCL does the same. Egress: the same pods, DNS (53,
 and 5353 where OpenShift's DNS pods listen behind the Service), and the Trainer controller's namespace
 (progress reporting). The local cluster gives every TrainJob its own network whatever the policy says
-(`api/netpol.py`), so a job runs there too; the server warns which rules it does not evaluate.
+(`api/core/netpol.py`), so a job runs there too; the server warns which rules it does not evaluate.
 """
 
 from __future__ import annotations
 
 from mpijob.api import Obj, names
+from mpijob.api.core.resources import NETWORK_POLICIES
 from mpijob.api.platform.options import Options, Team
 from mpijob.api.platform.runtimes import PART_OF
-from mpijob.api.resources import NETWORK_POLICIES
 
 POLICY_NAME = "mpijob-allow-mpi"
 DNS_PORTS = (53, 5353)

@@ -13,8 +13,8 @@ from types import MappingProxyType
 from typing import Any
 
 from mpijob.api import names
-from mpijob.api.labels import is_qualified_name
-from mpijob.api.quantity import parse_quantity
+from mpijob.api.core.labels import is_qualified_name
+from mpijob.api.core.quantity import parse_quantity
 
 GPU = "nvidia.com/gpu"  # the device plugin's resource (also spelled in kubelet/capacity.py and client/builder.py)
 CPU, MEMORY = "cpu", "memory"

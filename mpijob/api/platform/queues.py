@@ -11,9 +11,15 @@ a borrowing job may preempt another team's low-priority jobs.
 from __future__ import annotations
 
 from mpijob.api import Obj, names
+from mpijob.api.core.resources import (
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    RESOURCE_FLAVORS,
+    WORKLOAD_PRIORITY_CLASSES,
+    Resource,
+)
 from mpijob.api.platform.options import CPU, FAIR, GPU, MEMORY, Options, Team
 from mpijob.api.platform.runtimes import PART_OF
-from mpijob.api.resources import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOAD_PRIORITY_CLASSES, Resource
 
 DEFAULT_FLAVOR = "default-flavor"  # the flavor of CPU, memory and every non-GPU resource (Kueue's usual name)
 # Kueue's own default for a namespace's unlabelled jobs (LocalQueueDefaulting), so jobs need no queue label

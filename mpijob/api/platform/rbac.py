@@ -17,10 +17,10 @@ Group names are placeholders derived from the options (`<team>-data-scientists`,
 from __future__ import annotations
 
 from mpijob.api import Obj, names
+from mpijob.api.core.rbac import READ_VERBS, WRITE_VERBS
+from mpijob.api.core.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, ROLE_BINDINGS, SERVICE_ACCOUNTS, Resource
 from mpijob.api.platform.options import Options, Team
 from mpijob.api.platform.runtimes import PART_OF
-from mpijob.api.rbac import READ_VERBS, WRITE_VERBS
-from mpijob.api.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, ROLE_BINDINGS, SERVICE_ACCOUNTS, Resource
 
 DATA_SCIENTIST, MLOPS, PLATFORM_ADMIN, VIEWER = ("mpijob-data-scientist", "mpijob-mlops", "mpijob-platform-admin",
                                                  "mpijob-viewer")

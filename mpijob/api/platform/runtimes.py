@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from mpijob.api import Obj, names
-from mpijob.api.mpi_impl import IMPLEMENTATIONS
+from mpijob.api.core.resources import CLUSTER_TRAINING_RUNTIMES
 from mpijob.api.platform.options import GPU, OPEN_MPI_4, OPEN_MPI_5, Options
-from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES
+from mpijob.api.trainer.mpi_impl import IMPLEMENTATIONS
 
 SSH_AUTH_MOUNT_PATH = "/home/mpiuser/.ssh"
 SSHD_CONFIG = "/home/mpiuser/.sshd_config"  # written by MPI Operator's and Trainer's images for mpiuser

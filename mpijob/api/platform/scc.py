@@ -12,9 +12,9 @@ the pods as.
 from __future__ import annotations
 
 from mpijob.api import Obj, names
+from mpijob.api.core.resources import CLUSTER_ROLES, ROLE_BINDINGS, SECURITY_CONTEXT_CONSTRAINTS
 from mpijob.api.platform.options import Options
 from mpijob.api.platform.runtimes import PART_OF
-from mpijob.api.resources import CLUSTER_ROLES, ROLE_BINDINGS, SECURITY_CONTEXT_CONSTRAINTS
 
 SCC_NAME = "mpijob-mpi"
 NET_BIND_SERVICE = "NET_BIND_SERVICE"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from mpijob.api import Obj, names
-from mpijob.api.errors import ApiError
-from mpijob.api.resources import TRAINJOBS
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import TRAINJOBS
 from mpijob.client.core import Call, Op
 from mpijob.client.doctor.model import Check, Facts, could_not, failed, passed, warned
 from mpijob.client.errors import CREDENTIALS_HINT, Unreachable

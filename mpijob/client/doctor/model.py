@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 from mpijob.api import Obj, names
-from mpijob.api.errors import ApiError
-from mpijob.api.plan import RunPlan
+from mpijob.api.core.errors import ApiError
+from mpijob.api.trainer.plan import RunPlan
 from mpijob.client.core import Call, Op
 from mpijob.client.errors import Unreachable
 

@@ -1,15 +1,16 @@
 """The network check: no NetworkPolicy of the namespace stops mpirun's ssh (or MPI's own connections)
-between the job's pods, judged as a cluster's policy engine judges it (`mpijob.api.netpol.blocking`)."""
+between the job's pods, judged as a cluster's policy engine judges it (`mpijob.api.core.netpol.blocking`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mpijob.api import names, netpol
-from mpijob.api.errors import ApiError
-from mpijob.api.plan import PodPlan
-from mpijob.api.resources import NETWORK_POLICIES
-from mpijob.api.runtimes import SSH_PORT
+from mpijob.api import names
+from mpijob.api.core import netpol
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import NETWORK_POLICIES
+from mpijob.api.trainer.plan import PodPlan
+from mpijob.api.trainer.runtimes import SSH_PORT
 from mpijob.client import core
 from mpijob.client.core import Call, Op
 from mpijob.client.doctor.model import Check, Facts, could_not, failed, passed, skipped, warned

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from mpijob.api import Obj, names, quota
-from mpijob.api.errors import ApiError
+from mpijob.api import Obj, names
+from mpijob.api.core import quota
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import LIMIT_RANGES, RESOURCE_QUOTAS
+from mpijob.api.core.selectors import format_label_selector, parse_labels
 from mpijob.api.kueue import adapters, conversion
 from mpijob.api.kueue.fit import never_fits
 from mpijob.api.kueue.snapshot import ClusterQueue, Snapshot, Workload
-from mpijob.api.resources import LIMIT_RANGES, RESOURCE_QUOTAS
-from mpijob.api.selectors import format_label_selector, parse_labels
 from mpijob.client import core
 from mpijob.client.core import Call, Op
 from mpijob.client.doctor.model import Check, Facts, could_not, failed, passed, skipped, warned

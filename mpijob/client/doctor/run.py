@@ -3,9 +3,10 @@ when none is given."""
 
 from __future__ import annotations
 
-from mpijob.api import Obj, names, runtimes
-from mpijob.api.errors import ApiError
-from mpijob.api.resources import TRAINJOBS
+from mpijob.api import Obj, names
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import TRAINJOBS
+from mpijob.api.trainer import runtimes
 from mpijob.client.core import Op
 from mpijob.client.doctor import cluster, network, queues, runtime
 from mpijob.client.doctor.model import Check, CheckFn, Facts, Status, could_not, skipped

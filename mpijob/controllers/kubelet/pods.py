@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from mpijob.api import Obj, names
+from mpijob.api.core.resources import PODS
 from mpijob.api.names import CONTAINER
-from mpijob.api.resources import PODS
 from mpijob.controllers.kubelet import shim
 from mpijob.controllers.kubelet.cgroups import PodCgroup
 from mpijob.store.logs import LogStore

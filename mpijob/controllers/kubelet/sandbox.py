@@ -36,9 +36,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpijob.api import mpi_impl, names, sandbox_mode, tokens
-from mpijob.api.plan import PodPlan, RunPlan
+from mpijob.api import names, sandbox_mode
+from mpijob.api.core import tokens
 from mpijob.api.sandbox_mode import SandboxMode
+from mpijob.api.trainer import mpi_impl
+from mpijob.api.trainer.plan import PodPlan, RunPlan
 from mpijob.controllers.kubelet import mpi_installs, rank_agent
 from mpijob.controllers.kubelet.mpi_env import POD_TMP
 
@@ -128,7 +130,7 @@ class User:
 
 def job_user(plan: RunPlan, pod: PodPlan, mode: SandboxMode) -> User:
     """Who the pod runs as. Namespace mode honours the ids its SCC admission wrote into the plan
-    (`api/scc.py`: its namespace's first UID unless it asked for another and may use it); the process
+    (`api/openshift/scc.py`: its namespace's first UID unless it asked for another and may use it); the process
     mode runs everything as the server's own user (the namespaces' ranges are not applied there)."""
     if mode == SandboxMode.PROCESS:
         pw = pwd.getpwuid(os.geteuid())

@@ -31,7 +31,7 @@ import time
 import traceback
 from pathlib import Path
 
-from mpijob.api.mpi_output import LauncherOutput
+from mpijob.api.trainer.mpi_output import LauncherOutput
 from mpijob.controllers.kubelet.cgroups import oom_kills
 from mpijob.controllers.kubelet.rank_files import RankFiles
 from mpijob.store.logfile import LogWriter

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mpijob.api import names, tokens
-from mpijob.api.plan import PodPlan, RunPlan
+from mpijob.api import names
+from mpijob.api.core import tokens
 from mpijob.api.sandbox_mode import SandboxMode
+from mpijob.api.trainer.plan import PodPlan, RunPlan
 from mpijob.controllers.kubelet.network import SERVICE_IP, SERVICE_PORT
 from mpijob.controllers.kubelet.sandbox import JobFiles
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpijob.api import Obj, names
-from mpijob.api import volumes as v
-from mpijob.api.plan import PodPlan
-from mpijob.api.quantity import quantity_value
-from mpijob.api.resources import CONFIGMAPS, PERSISTENT_VOLUME_CLAIMS, SECRETS
+from mpijob.api.core import volumes as v
+from mpijob.api.core.quantity import quantity_value
+from mpijob.api.core.resources import CONFIGMAPS, PERSISTENT_VOLUME_CLAIMS, SECRETS
+from mpijob.api.trainer.plan import PodPlan
 from mpijob.controllers.claims import directory
 from mpijob.controllers.kubelet.sandbox import JobFiles, User
 from mpijob.store.home import Home

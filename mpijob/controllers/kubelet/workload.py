@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpijob.api import mpi_impl
+from mpijob.api.trainer import mpi_impl
 from mpijob.controllers.kubelet import rank_agent
 
 DEFAULT_GRACE_SECONDS = 30  # a pod's terminationGracePeriodSeconds when its spec sets none, as in Kubernetes

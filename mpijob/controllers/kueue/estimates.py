@@ -1,10 +1,10 @@
-"""What the start estimates of waiting jobs are made of, read from the store (`scheduler/waiting.py`
+"""What the start estimates of waiting jobs are made of, read from the store (`api/kueue/scheduler/waiting.py`
 replays them): when each admitted job should give its quota back, and how long each pending one should
 hold it once admitted.
 
 An admitted job ends, by the first of these that is known:
 
-1. its program's own report (`status.trainerStatus`, `api/progress.py`): the time of the report plus the
+1. its program's own report (`status.trainerStatus`, `api/trainer/progress.py`): the time of the report plus the
    seconds it said were left, or, with a percentage only, its run so far scaled to 100 %;
 2. the run times of finished jobs like it (`History`: the median of the last few);
 
@@ -20,16 +20,17 @@ import json
 import statistics
 from collections import deque
 
-from mpijob.api import Obj, names, resources
-from mpijob.api.durations import parse_time
+from mpijob.api import Obj, names
+from mpijob.api.core import resources
+from mpijob.api.core.durations import parse_time
 from mpijob.api.kueue import owners
+from mpijob.api.kueue.scheduler.ordering import pending_by_queue
+from mpijob.api.kueue.scheduler.waiting import MAX_REPLAYED, Timing
 from mpijob.api.kueue.snapshot import Snapshot, Workload
-from mpijob.api.progress import progress_of
-from mpijob.api.waiting import Waiting
+from mpijob.api.trainer.progress import progress_of
+from mpijob.api.trainer.waiting import Waiting
 from mpijob.controllers import conditions as cond
 from mpijob.controllers.kueue.integrations import owner_job
-from mpijob.controllers.kueue.scheduler.ordering import pending_by_queue
-from mpijob.controllers.kueue.scheduler.waiting import MAX_REPLAYED, Timing
 from mpijob.controllers.trainer import deadline
 from mpijob.store.objects import Store
 

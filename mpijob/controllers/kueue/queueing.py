@@ -1,9 +1,9 @@
 """The Kueue controller: runs scheduling cycles over the store and writes their decisions back.
 
-A cycle is `mpijob.controllers.kueue.scheduler.schedule(build_snapshot(store))` — pure — and this module turns
+A cycle is `mpijob.api.kueue.scheduler.schedule(build_snapshot(store))` — pure — and this module turns
 each decision into what Kueue would write: Workload conditions and admission, Events on the TrainJob,
 queue status (the `Active` condition of ClusterQueues and LocalQueues included), and why each pending
-workload waits with when it should start (`scheduler/waiting.py`, from `estimates.py`'s reads), in the
+workload waits with when it should start (`api/kueue/scheduler/waiting.py`, from `estimates.py`'s reads), in the
 `mpijob.io/waiting` and `mpijob.io/estimated-start` annotations every client shows.
 Evictions call back into the job's controller (a TrainJob's or an MPIJob's: `integrations.py`), which
 stops the whole job. Cycles are coalesced: a
@@ -20,8 +20,21 @@ from collections.abc import Awaitable, Callable
 
 from prometheus_client import CollectorRegistry
 
-from mpijob.api import Obj, resources
+from mpijob.api import Obj
+from mpijob.api.core import resources
+from mpijob.api.core.quantity import from_base_units
 from mpijob.api.kueue.adapters import live, stop_policy, workload_name
+from mpijob.api.kueue.scheduler import (
+    Admit,
+    Pending,
+    Preempt,
+    queue_usage,
+    schedule,
+    weighted_shares,
+)
+from mpijob.api.kueue.scheduler import messages as msg
+from mpijob.api.kueue.scheduler.admissibility import inactive, local_queue_active
+from mpijob.api.kueue.scheduler.waiting import explain
 from mpijob.api.kueue.snapshot import Snapshot
 from mpijob.api.names import (
     ACTIVE,
@@ -37,23 +50,11 @@ from mpijob.api.names import (
     REASON_READY,
     REQUEUED,
 )
-from mpijob.api.quantity import from_base_units
-from mpijob.api.waiting import Waiting
+from mpijob.api.trainer.waiting import Waiting
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
 from mpijob.controllers.kueue import estimates
 from mpijob.controllers.kueue.integrations import owner_job
-from mpijob.controllers.kueue.scheduler import (
-    Admit,
-    Pending,
-    Preempt,
-    queue_usage,
-    schedule,
-    weighted_shares,
-)
-from mpijob.controllers.kueue.scheduler import messages as msg
-from mpijob.controllers.kueue.scheduler.admissibility import inactive, local_queue_active
-from mpijob.controllers.kueue.scheduler.waiting import explain
 from mpijob.controllers.kueue.workloads import build_snapshot, default_objects
 from mpijob.controllers.metrics.kueue import KueueMetrics
 from mpijob.store.objects import Store

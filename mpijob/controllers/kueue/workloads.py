@@ -12,7 +12,8 @@ import threading
 import weakref
 from dataclasses import dataclass
 
-from mpijob.api import Obj, resources
+from mpijob.api import Obj
+from mpijob.api.core import resources
 from mpijob.api.kueue.adapters import (
     DEFAULT_CLUSTER_QUEUE,
     DEFAULT_FLAVOR,
@@ -25,7 +26,7 @@ from mpijob.api.kueue.adapters import (
 )
 from mpijob.api.kueue.snapshot import ClusterQueue, Snapshot, StopPolicy, Workload
 from mpijob.api.names import ANNOTATION_CAPACITY, LABEL_PRIORITY_CLASS
-from mpijob.api.plan import RunPlan
+from mpijob.api.trainer.plan import RunPlan
 from mpijob.store.objects import Store
 
 

@@ -12,7 +12,7 @@ are mpijob's own (`mpijob_trainjob_*`).
 
 A job is counted once when the Trainer controller first sees it (`created`) and once when it ends
 (`finished`, from `TrainJobController.finish`); the durations are then read from what the store holds
-(`mpijob.api.metrics.startup_phases`), so no timer runs beside the job.
+(`mpijob.api.trainer.metrics.startup_phases`), so no timer runs beside the job.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ import time
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from mpijob.api import Obj, names
-from mpijob.api.durations import parse_time
+from mpijob.api.core.durations import parse_time
+from mpijob.api.core.resources import PODS, WORKLOADS
+from mpijob.api.core.selectors import parse_labels
 from mpijob.api.kueue.adapters import workload_name
-from mpijob.api.metrics import ADMISSION, launcher_started, startup_phases
-from mpijob.api.resources import PODS, WORKLOADS
-from mpijob.api.selectors import parse_labels
+from mpijob.api.trainer.metrics import ADMISSION, launcher_started, startup_phases
 from mpijob.controllers.metrics.kueue import exponential_buckets
 from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store

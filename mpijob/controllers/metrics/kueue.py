@@ -21,13 +21,14 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from mpijob.api import Obj, resources
+from mpijob.api import Obj
+from mpijob.api.core import resources
 from mpijob.api.kueue.ledger import FR, Ledger
+from mpijob.api.kueue.scheduler import fairsharing
+from mpijob.api.kueue.scheduler.admissibility import inactive
 from mpijob.api.kueue.snapshot import ClusterQueue, QueueingStrategy, Snapshot, Workload
-from mpijob.api.metrics import queued_at
 from mpijob.api.names import QUOTA_RESERVED, REASON_WAITING_FOR_PREEMPTED
-from mpijob.controllers.kueue.scheduler import fairsharing
-from mpijob.controllers.kueue.scheduler.admissibility import inactive
+from mpijob.api.trainer.metrics import queued_at
 from mpijob.controllers.kueue.workloads import build_snapshot
 from mpijob.store.objects import Store
 

@@ -28,9 +28,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from mpijob.api import Obj, names
+from mpijob.api.core.quantity import parse_quantity
+from mpijob.api.core.resources import PODS
 from mpijob.api.kueue.adapters import requests
-from mpijob.api.quantity import parse_quantity
-from mpijob.api.resources import PODS
 from mpijob.controllers.kubelet.cgroups import PodCgroup
 from mpijob.controllers.metrics.gpus import MIB, GpuReading, Nvml, owners
 from mpijob.controllers.metrics.series import Point, UsageHistory

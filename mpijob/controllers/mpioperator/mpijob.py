@@ -1,7 +1,7 @@
 """The MPIJob controller: an MPI Operator `kubeflow.org/v2beta1` MPIJob runs as it is, through its TrainJob form.
 
 The job is converted (`mpijob.api.mpioperator.convert`), resolved into a run plan as a TrainJob would
-be (`api/plan.py`), renamed as MPI Operator names things (`api/mpioperator/naming.py`) and run by the
+be (`api/trainer/plan.py`), renamed as MPI Operator names things (`api/mpioperator/naming.py`) and run by the
 Trainer controller's machinery (a `trainer/launcher.py` Launcher of its own, the runner, the kubelet), so both
 kinds share one machine's addresses, cores and GPUs. No TrainJob object is made: the MPIJob owns its pods,
 Secret and ConfigMap, and its status is MPI Operator's (`status.py`).
@@ -24,14 +24,15 @@ import dataclasses
 import logging
 import time
 
-from mpijob.api import Obj, bounds, names, render
-from mpijob.api.durations import parse_time
+from mpijob.api import Obj, names
+from mpijob.api.core.durations import parse_time
+from mpijob.api.core.resources import MPIJOBS, PODS
+from mpijob.api.core.selectors import parse_labels
 from mpijob.api.kueue import owners
 from mpijob.api.mpioperator import naming
 from mpijob.api.mpioperator.convert import convert
-from mpijob.api.plan import PodPlan, RunPlan, resolve
-from mpijob.api.resources import MPIJOBS, PODS
-from mpijob.api.selectors import parse_labels
+from mpijob.api.trainer import bounds, render
+from mpijob.api.trainer.plan import PodPlan, RunPlan, resolve
 from mpijob.controllers import events
 from mpijob.controllers.mpioperator import status
 from mpijob.controllers.quota import limit_ranges, with_limit_ranges

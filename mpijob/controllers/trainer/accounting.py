@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 from mpijob.api import Obj, names
-from mpijob.api.durations import parse_time
+from mpijob.api.core.durations import parse_time
 from mpijob.api.kueue import owners
-from mpijob.api.plan import RunPlan, gpu_count
+from mpijob.api.trainer.plan import RunPlan, gpu_count
 from mpijob.controllers import conditions as cond
 from mpijob.controllers.trainer.runner import JobRunner
 from mpijob.controllers.trainer.stops import Outcome

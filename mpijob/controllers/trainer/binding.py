@@ -1,6 +1,6 @@
 """kube-scheduler's part in starting a job: each admitted pod is bound to the Node it fits, or kept
 `Pending` with `PodScheduled=False`, reason `Unschedulable`, the scheduler's message and a
-`FailedScheduling` Event, as kube-scheduler leaves a pod it cannot place (`api/placement.py` decides).
+`FailedScheduling` Event, as kube-scheduler leaves a pod it cannot place (`api/core/placement.py` decides).
 
 The job starts only when all its pods are bound; until then its Workload, admitted and holding its
 quota as Kueue leaves it, says why it waits (`mpijob.io/waiting`), and a change of the Node (a label
@@ -10,8 +10,9 @@ the waiting jobs again.
 
 from __future__ import annotations
 
-from mpijob.api import Obj, names, placement, volumes
-from mpijob.api.resources import NODES, PERSISTENT_VOLUME_CLAIMS, PODS, WORKLOADS
+from mpijob.api import Obj, names
+from mpijob.api.core import placement, volumes
+from mpijob.api.core.resources import NODES, PERSISTENT_VOLUME_CLAIMS, PODS, WORKLOADS
 from mpijob.controllers import events
 from mpijob.store.objects import Store, now
 

@@ -18,14 +18,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlparse
 
-from mpijob.api import Obj, bounds, names, render
-from mpijob.api.errors import ApiError
+from mpijob.api import Obj, names
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import CONFIGMAPS, LOCAL_QUEUES, PODS, SECRETS, SERVICE_ACCOUNTS, WORKLOADS
 from mpijob.api.kueue import owners
 from mpijob.api.kueue.adapters import DEFAULT_CLUSTER_QUEUE, DEFAULT_LOCAL_QUEUE, workload_name
 from mpijob.api.kueue.owners import JobKind
-from mpijob.api.plan import PodPlan, RunPlan, generate_ssh_keypair
-from mpijob.api.resources import CONFIGMAPS, LOCAL_QUEUES, PODS, SECRETS, SERVICE_ACCOUNTS, WORKLOADS
 from mpijob.api.sandbox_mode import SandboxMode
+from mpijob.api.trainer import bounds, render
+from mpijob.api.trainer.plan import PodPlan, RunPlan, generate_ssh_keypair
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events, scc
 from mpijob.controllers.kubelet import gc

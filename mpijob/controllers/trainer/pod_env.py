@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from mpijob.api import Obj
-from mpijob.api.mpi_impl import Implementation
-from mpijob.api.plan import PodPlan, RunPlan
 from mpijob.api.sandbox_mode import SandboxMode
+from mpijob.api.trainer.mpi_impl import Implementation
+from mpijob.api.trainer.plan import PodPlan, RunPlan
 from mpijob.controllers.kubelet import mpi_installs, trainer_status
 from mpijob.controllers.kubelet.mpi_env import (
     LOCAL_MCA,

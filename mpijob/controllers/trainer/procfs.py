@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpijob.api.bound_failures import ELSEWHERE
+from mpijob.api.trainer.bound_failures import ELSEWHERE
 
 PROC = Path("/proc")
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpijob.api import names
-from mpijob.api.failures import Failure
+from mpijob.api.trainer.failures import Failure
 
 POLL = 0.05  # seconds between looks for new ranks: a rank must live about this long to be watched
 WALK = 1.0  # seconds between walks of the pods' process trees for proxies, once every host has one
@@ -194,7 +194,7 @@ class Watch:
 
 
 def failure(job: str, ended: RankExit, launcher: str, last: str, launcher_exit: int | None) -> Failure:
-    """The job's failure: the rank's exit and last line (`last`), in the words `api/failures.py` gives a
+    """The job's failure: the rank's exit and last line (`last`), in the words `api/trainer/failures.py` gives a
     rank's exit, and what became of mpiexec (its pod's exit code, `launcher_exit`; None: not yet known)."""
     where = "launcher" if ended.pod == launcher else "node"
     said = f": rank {ended.rank}: {last.strip()[:300]}" if last.strip() else ""

@@ -8,8 +8,8 @@ import asyncio
 import socket
 
 from mpijob.api import names
-from mpijob.api.plan import PodPlan, RunPlan
-from mpijob.api.resources import PODS
+from mpijob.api.core.resources import PODS
+from mpijob.api.trainer.plan import PodPlan, RunPlan
 from mpijob.controllers import events
 from mpijob.controllers.kubelet import pods
 from mpijob.controllers.kubelet.network import JobNetwork

@@ -14,13 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mpijob.api import bound_failures, failures, mpi_impl, names
-from mpijob.api.bounds import Bounds
-from mpijob.api.mpi_output import asks_for_tags, parse_rank_field
-from mpijob.api.plan import PodPlan, RunPlan, plan_from_dict
-from mpijob.api.quantity import quantity_value
-from mpijob.api.resources import PODS
+from mpijob.api import names
+from mpijob.api.core.quantity import quantity_value
+from mpijob.api.core.resources import PODS
 from mpijob.api.sandbox_mode import SandboxMode
+from mpijob.api.trainer import bound_failures, failures, mpi_impl
+from mpijob.api.trainer.bounds import Bounds
+from mpijob.api.trainer.mpi_output import asks_for_tags, parse_rank_field
+from mpijob.api.trainer.plan import PodPlan, RunPlan, plan_from_dict
 from mpijob.controllers.kubelet import mpi_installs, pods, shim, trainer_status, workload
 from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
 from mpijob.controllers.kubelet.mpi_env import YIELD_WHEN_IDLE, rank_agent_env
@@ -67,7 +68,8 @@ class JobRunner(Readiness, Verdicts):
         self.cores = cores or {}  # pod name → its CPU cores, when it asked for whole CPUs and they fit
         self.mode = files.mode
         self.api_server = api_server
-        # the runtime's MPI (api/mpi_impl.py) and this machine's install of it: first on PATH, its libraries found
+        # the runtime's MPI (api/trainer/mpi_impl.py) and this machine's install of it: first on PATH,
+        # its libraries found
         self.impl = mpi_impl.IMPLEMENTATIONS[plan.mpi_implementation]
         self.network: JobNetwork | None = None  # the job's own network (namespace mode), made by run()
         # where pods find the API server (the Service address in their own network), and their job's status endpoint
@@ -88,7 +90,7 @@ class JobRunner(Readiness, Verdicts):
         self.usage: dict[str, Usage] = {}  # pod name → what it used, read at teardown (job accounting)
         self.stopped: Stop | None = None  # set by stop(): why the run was ended from outside
         self.draining: asyncio.Task[None] | None = None  # a graceful stop's SIGTERM to the workload (stop())
-        self.bounds = bounds or Bounds(ready=ready_default() or Bounds.ready)  # api/bounds.py
+        self.bounds = bounds or Bounds(ready=ready_default() or Bounds.ready)  # api/trainer/bounds.py
         self.ready_timeout = self.bounds.ready
         # told of what the watchdog sees that does not end the run (a stall, its end; mpirun outliving its
         # ranks), with the message to show: the controller sets the job's condition and records the Event
@@ -304,7 +306,7 @@ class JobRunner(Readiness, Verdicts):
         return self._failed(key.pod)
 
     def _failed(self, culprit: str, not_ready: NodeFailed | None = None) -> Outcome:
-        """A failed run's outcome in the classifier's words (`api/failures.py`), from what the runner saw:
+        """A failed run's outcome in the classifier's words (`api/trainer/failures.py`), from what the runner saw:
         every pod's exit, OOM kills, peak memory and limit, the launcher's last lines with their ranks."""
         facts = self._facts(culprit, starting=not_ready is not None,
                             sshd_answered=bool(not_ready and not_ready.answered),
@@ -313,7 +315,7 @@ class JobRunner(Readiness, Verdicts):
         return Outcome(False, names.REASON_FAILED_JOBS, found.message, found.reason)
 
     def _facts(self, culprit: str, **more: object) -> failures.Facts:
-        """What the runner saw of the run, for `api/failures.py`."""
+        """What the runner saw of the run, for `api/trainer/failures.py`."""
         launcher = next(p for p in self.plan.pods if p.is_launcher)
         tail = self.logs.read(self.plan.namespace, launcher.name, names.CONTAINER, tail_lines=LOG_TAIL, ranks=True)
         hosts = sum(1 for p in self.plan.pods if p.in_hostfile)

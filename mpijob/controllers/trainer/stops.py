@@ -15,7 +15,7 @@ class Outcome:
     succeeded: bool
     reason: str  # TrainJob condition reason
     message: str
-    failure: str = ""  # the class of a failed run (api/failures.py), beside upstream's reason
+    failure: str = ""  # the class of a failed run (api/trainer/failures.py), beside upstream's reason
 
 
 class Then(enum.Enum):

@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import time
 
-from mpijob.api import Obj, bounds, names, render
-from mpijob.api.errors import ApiError
+from mpijob.api import Obj, names
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINING_RUNTIMES, TRAINJOBS, WORKLOADS
+from mpijob.api.core.selectors import parse_labels
 from mpijob.api.kueue import owners
 from mpijob.api.kueue.adapters import workload_name
-from mpijob.api.plan import PodPlan, RunPlan, resolve
-from mpijob.api.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINING_RUNTIMES, TRAINJOBS, WORKLOADS
-from mpijob.api.selectors import parse_labels
+from mpijob.api.trainer import bounds, render
+from mpijob.api.trainer.plan import PodPlan, RunPlan, resolve
 from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
 from mpijob.controllers.kubelet import trainer_status

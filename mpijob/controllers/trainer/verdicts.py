@@ -10,11 +10,12 @@ import logging
 import signal
 from collections.abc import Callable
 
-from mpijob.api import bound_failures, failures, names
-from mpijob.api.bounds import Bounds
-from mpijob.api.mpi_impl import Implementation
-from mpijob.api.plan import RunPlan
+from mpijob.api import names
 from mpijob.api.sandbox_mode import SandboxMode
+from mpijob.api.trainer import bound_failures, failures
+from mpijob.api.trainer.bounds import Bounds
+from mpijob.api.trainer.mpi_impl import Implementation
+from mpijob.api.trainer.plan import RunPlan
 from mpijob.controllers.kubelet import pods
 from mpijob.controllers.kubelet.cgroups import PodCgroup
 from mpijob.controllers.trainer import rank_exits, watchdog

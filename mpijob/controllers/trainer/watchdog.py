@@ -3,7 +3,7 @@ that outlives its ranks, and a job that looks stalled (nothing printed, no CPU u
 
 Once a second it looks at the job's pods (`look`: their process trees in /proc, their CPU time, the
 launcher's log) and hands what it saw to a `Tracker`, which is pure: it keeps the clocks of the bounds
-(`api/bounds.py`) and says when one has passed. What counts:
+(`api/trainer/bounds.py`) and says when one has passed. What counts:
 
 * wire-up runs from the launcher's MPI launcher (mpirun, mpiexec, prterun) appearing to every rank of its
   world seen: a rank is a process whose environment holds its rank (`Implementation.rank_variables`),
@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpijob.api.bounds import Bounds
-from mpijob.api.mpi_output import parse_rank_field
+from mpijob.api.trainer.bounds import Bounds
+from mpijob.api.trainer.mpi_output import parse_rank_field
 from mpijob.controllers.kubelet.cgroups import PodCgroup
 from mpijob.controllers.trainer import procfs, rank_exits
 

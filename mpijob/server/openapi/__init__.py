@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from mpijob.api.resources import ALL, NAMESPACES, Resource
+from mpijob.api.core.resources import ALL, NAMESPACES, Resource
 from mpijob.server.openapi import gnostic
 from mpijob.server.openapi.definitions import (
     V2_PREFIX,

@@ -6,7 +6,7 @@ Where each comes from (no schema text is written here by hand):
   that `kubeflow_trainer_api` ships (pydantic, generated from upstream's OpenAPI: type and field
   descriptions, required fields), under the names kube-apiserver gives them;
 * Trainer kinds: that package's Trainer models, the same ones admission checks writes against
-  (`mpijob.api.schema`), served as kube-apiserver serves a CRD: named
+  (`mpijob.api.trainer.schema`), served as kube-apiserver serves a CRD: named
   `org.kubeflow.trainer.v1alpha1.TrainJob`, every type beneath inlined (so `kubectl explain` shows
   `<Object>` as on a cluster), `metadata` a reference to `ObjectMeta`;
 * built-in kinds outside the core group (`io.k8s.api.rbac.v1.Role`, ...,
@@ -17,7 +17,7 @@ Where each comes from (no schema text is written here by hand):
   `tools/gen_openapi_data.py`), inlined as kube-apiserver serves a CRD, `metadata` as an `ObjectMeta`
   reference; MPI Operator's MPIJob the same way, from the data admission checks it against
   (`mpijob.api.mpioperator.schema`), and OpenShift's SecurityContextConstraints from the schema written
-  from OpenShift's documented API (`mpijob.api.scc_crd`).
+  from OpenShift's documented API (`mpijob.api.openshift.scc_crd`).
 
 `v2_structural` turns a CRD schema into what kube-apiserver publishes in Swagger 2.0 (kubectl's v2
 parser rejects, e.g., an array without items).
@@ -37,7 +37,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mpijob.api import scc_crd
+from mpijob.api.core.openapi import GVK_EXTENSION, crd_definition_name, expand_shared
+from mpijob.api.core.resources import ALL, Resource
 from mpijob.api.mpioperator import schema as mpijob_schema
 from mpijob.api.names import (
     KUEUE_GROUP,
@@ -49,8 +50,7 @@ from mpijob.api.names import (
     SECURITY_GROUP,
     TRAINER_GROUP,
 )
-from mpijob.api.openapi import GVK_EXTENSION, crd_definition_name, expand_shared
-from mpijob.api.resources import ALL, Resource
+from mpijob.api.openshift import scc_crd
 
 V2_PREFIX = "#/definitions/"
 

@@ -18,7 +18,8 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mpijob.api import Obj, errors, names, rbac
+from mpijob.api import Obj, names
+from mpijob.api.core import errors, rbac
 from mpijob.server import auth, authz, protobuf
 from mpijob.server.http import json_response, read_object, success_status
 from mpijob.server.routes.paths import not_found_path

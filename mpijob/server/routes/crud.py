@@ -1,5 +1,5 @@
 """Generic REST verbs for every served resource: list, get, create, update, patch, delete, plus the
-`status` subresource. Kind-specific behaviour belongs in `mpijob.api.validation`, not here.
+`status` subresource. Kind-specific behaviour belongs in `mpijob.api.core.validation`, not here.
 
 A resource served at an older version (Kueue v1beta1) is stored at its storage version: bodies are
 converted up (`to_storage`) before admission, and every object sent back is converted down
@@ -15,10 +15,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mpijob.api import Obj, errors, names, tables
+from mpijob.api import Obj, names
+from mpijob.api.core import errors, tables
+from mpijob.api.core.resources import MPIJOBS, NAMESPACES, TRAINJOBS, Resource, served_versions, storage
+from mpijob.api.core.selectors import parse_fields, parse_labels
 from mpijob.api.kueue.conversion import from_storage, to_storage
-from mpijob.api.resources import MPIJOBS, NAMESPACES, TRAINJOBS, Resource, served_versions, storage
-from mpijob.api.selectors import parse_fields, parse_labels
 from mpijob.server import admission, authz, bootstrap, patch
 from mpijob.server.audit import current_user
 from mpijob.server.http import (

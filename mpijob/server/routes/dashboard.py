@@ -28,9 +28,10 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 
-from mpijob.api import Obj, errors, names, rbac
-from mpijob.api.resources import NAMESPACES, PODS, TRAINJOBS
-from mpijob.api.selectors import Requirement
+from mpijob.api import Obj, names
+from mpijob.api.core import errors, rbac
+from mpijob.api.core.resources import NAMESPACES, PODS, TRAINJOBS
+from mpijob.api.core.selectors import Requirement
 from mpijob.server.http import json_response, read_body
 from mpijob.server.routes import fanin
 from mpijob.server.routes.paths import not_found_path

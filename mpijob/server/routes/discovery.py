@@ -11,7 +11,7 @@ from typing import Any
 
 from mpijob._version import __version__
 from mpijob.api import names
-from mpijob.api.resources import ALL, Resource, groups
+from mpijob.api.core.resources import ALL, Resource, groups
 
 KUBE_MAJOR, KUBE_MINOR = "1", "32"
 GIT_VERSION = f"v{KUBE_MAJOR}.{KUBE_MINOR}.0-mpijob"

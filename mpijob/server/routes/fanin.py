@@ -24,10 +24,11 @@ from urllib.parse import parse_qs, urlsplit
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from mpijob.api import Obj, errors, rbac
+from mpijob.api import Obj
+from mpijob.api.core import errors, rbac
+from mpijob.api.core.resources import Resource
+from mpijob.api.core.selectors import Requirement, parse_fields, parse_labels
 from mpijob.api.kueue.conversion import from_storage
-from mpijob.api.resources import Resource
-from mpijob.api.selectors import Requirement, parse_fields, parse_labels
 from mpijob.server.http import JSON, Disconnect, parse_resource_version
 from mpijob.server.routes.paths import Target, parse
 from mpijob.server.routes.watch import DEFAULT_TIMEOUT, POLL, changes

@@ -20,8 +20,9 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mpijob.api import Obj, errors, names
-from mpijob.api.durations import parse_time
+from mpijob.api import Obj, names
+from mpijob.api.core import errors
+from mpijob.api.core.durations import parse_time
 from mpijob.server.http import json_response, parse_int
 from mpijob.store.history import JobRecord, Query, open_history
 

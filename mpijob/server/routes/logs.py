@@ -3,7 +3,7 @@
 A followed stream ends when the container has terminated (its `containerStatuses[].state.terminated`
 is set), the pod is deleted, or the server stops — what `kubectl logs -f` and the Kubeflow SDK
 expect. The lines are what the program printed; the mpijob client's `RANKS_HEADER` adds each line's
-MPI rank beside it (`mpijob.api.mpi_output`).
+MPI rank beside it (`mpijob.api.trainer.mpi_output`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from mpijob.api import errors
-from mpijob.api.mpi_output import RANKS_HEADER
+from mpijob.api.core import errors
+from mpijob.api.trainer.mpi_output import RANKS_HEADER
 from mpijob.server.http import Disconnect, parse_bool, parse_int
 from mpijob.server.routes.paths import Target
 from mpijob.server.state import Cluster

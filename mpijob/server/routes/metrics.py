@@ -18,10 +18,11 @@ from prometheus_client.exposition import choose_encoder
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mpijob.api import Obj, errors, names
-from mpijob.api.metrics import Usage, metrics_list, node_metrics, pod_metrics
-from mpijob.api.resources import NODES, PODS
-from mpijob.api.selectors import matches, parse_fields, parse_labels
+from mpijob.api import Obj, names
+from mpijob.api.core import errors
+from mpijob.api.core.resources import NODES, PODS
+from mpijob.api.core.selectors import matches, parse_fields, parse_labels
+from mpijob.api.trainer.metrics import Usage, metrics_list, node_metrics, pod_metrics
 from mpijob.server.http import ANY_METHOD, json_response, read_only
 from mpijob.server.state import Cluster
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpijob.api.errors import ApiError
-from mpijob.api.resources import Resource, lookup
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import Resource, lookup
 
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 

@@ -26,9 +26,10 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mpijob.api import errors, names, rbac
-from mpijob.api.progress import trainer_status
-from mpijob.api.resources import PODS, TRAINJOBS
+from mpijob.api import names
+from mpijob.api.core import errors, rbac
+from mpijob.api.core.resources import PODS, TRAINJOBS
+from mpijob.api.trainer.progress import trainer_status
 from mpijob.server.http import JSON, decode_body, json_response
 from mpijob.store.objects import Store
 

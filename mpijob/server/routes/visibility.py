@@ -17,9 +17,10 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mpijob.api import Obj, errors, names
+from mpijob.api import Obj, names
+from mpijob.api.core import errors
+from mpijob.api.core.resources import lookup
 from mpijob.api.kueue.snapshot import Snapshot, Workload
-from mpijob.api.resources import lookup
 from mpijob.server.http import ANY_METHOD, json_response, parse_int, read_only
 from mpijob.server.ports import Controllers
 from mpijob.server.state import Cluster

@@ -16,11 +16,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from mpijob.api import Obj, tables
-from mpijob.api.errors import ApiError
+from mpijob.api import Obj
+from mpijob.api.core import tables
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import Resource
+from mpijob.api.core.selectors import Requirement
 from mpijob.api.kueue.conversion import from_storage
-from mpijob.api.resources import Resource
-from mpijob.api.selectors import Requirement
 from mpijob.server.http import JSON, Disconnect
 from mpijob.server.state import Cluster
 

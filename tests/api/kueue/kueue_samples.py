@@ -2,7 +2,7 @@
 
 The CRDs are loaded from ../shared/upstream/kueue at test time (never copied into the package). Every
 object of `valid_samples` must pass both that schema and the local cluster's admission; every object of
-`refused_samples` passes the schema and is refused by the local cluster (`mpijob.api.support`), which
+`refused_samples` passes the schema and is refused by the local cluster (`mpijob.api.trainer.support`), which
 does not do what Kueue would do with the field it names.
 """
 

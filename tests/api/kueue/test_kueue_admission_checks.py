@@ -7,10 +7,10 @@ import copy
 
 import pytest
 from kueue_samples import cluster_queue, crd_errors
-from mpijob.api import resources as r
-from mpijob.api.errors import ApiError
+from mpijob.api.core import resources as r
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.validation import admit
 from mpijob.api.kueue.conversion import up
-from mpijob.api.validation import admit
 
 FIELD = "spec.admissionChecksStrategy.admissionChecks"
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from mpijob.api.errors import ApiError
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.quantity import to_base_units
 from mpijob.api.kueue.capacity import parse_capacity
-from mpijob.api.quantity import to_base_units
 
 
 def test_parse_capacity_reads_any_subset() -> None:

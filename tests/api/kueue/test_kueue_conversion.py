@@ -14,10 +14,10 @@ from kueue_samples import (
     valid_samples,
     workload,
 )
-from mpijob.api import resources as r
-from mpijob.api.errors import ApiError
+from mpijob.api.core import resources as r
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.validation import admit
 from mpijob.api.kueue.conversion import down, from_storage, is_converted, to_storage, up
-from mpijob.api.validation import admit
 
 
 def test_cluster_queue_cohort_is_cohort_name_in_v1beta2() -> None:

@@ -1,4 +1,4 @@
-"""The Kueue tables of `mpijob.api.support` against the upstream CRDs: every rule names a real field, every
+"""The Kueue tables of `mpijob.api.trainer.support` against the upstream CRDs: every rule names a real field, every
 field has a rule, a refused field reads the same in v1beta1, harmless fields are warned by name, and the
 server's own objects pass without a word."""
 
@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 from kueue_samples import PLURALS, V1, cluster_queue, cohort, crd_schema, flavor, local_queue, valid_samples
-from mpijob.api import resources as r
-from mpijob.api.errors import ApiError
+from mpijob.api.core import resources as r
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.validation import admit
 from mpijob.api.kueue.conversion import to_storage
-from mpijob.api.support import check, rule_for
-from mpijob.api.support_rules import REFUSED, RULES
-from mpijob.api.validation import admit
+from mpijob.api.trainer.support import check, rule_for
+from mpijob.api.trainer.support_rules import REFUSED, RULES
 from mpijob.controllers.kueue.workloads import default_objects
 
 KINDS = sorted(PLURALS)

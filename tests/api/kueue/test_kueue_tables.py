@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from kueue_samples import cluster_queue, local_queue, priority_class, workload
-from mpijob.api import resources as r
-from mpijob.api import tables
+from mpijob.api.core import resources as r
+from mpijob.api.core import tables
 from mpijob.api.kueue.conversion import down
 
 NOW = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)

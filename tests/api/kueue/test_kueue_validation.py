@@ -19,9 +19,9 @@ from kueue_samples import (
     valid_samples,
     workload,
 )
-from mpijob.api import resources as r
-from mpijob.api.errors import ApiError
-from mpijob.api.validation import admit
+from mpijob.api.core import resources as r
+from mpijob.api.core.errors import ApiError
+from mpijob.api.core.validation import admit
 
 
 def _admit(obj: dict, old: dict | None = None) -> dict:

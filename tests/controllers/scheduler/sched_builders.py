@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from mpijob.api.kueue.scheduler.cycle import Admit, Pending, Preempt
 from mpijob.api.kueue.snapshot import (
     Assignment,
     ClusterQueue,
@@ -14,7 +15,6 @@ from mpijob.api.kueue.snapshot import (
     Snapshot,
     Workload,
 )
-from mpijob.controllers.kueue.scheduler.cycle import Admit, Pending, Preempt
 
 GPU = "nvidia.com/gpu"
 FLAVOR = "default-flavor"

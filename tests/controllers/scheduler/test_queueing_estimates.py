@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from mpijob.api import Obj
-from mpijob.api import resources as r
+from mpijob.api.core import resources as r
 from mpijob.api.kueue.adapters import workload_name
 from mpijob.api.names import ANNOTATION_ESTIMATED_START, ANNOTATION_WAITING
-from mpijob.api.waiting import Waiting
+from mpijob.api.trainer.waiting import Waiting
 from mpijob.controllers.kueue import estimates
 from mpijob.controllers.kueue.queueing import Queueing
 from mpijob.store.objects import Store

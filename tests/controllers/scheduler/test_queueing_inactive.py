@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mpijob.api import resources as r
+from mpijob.api.core import resources as r
 from mpijob.api.names import ANNOTATION_ESTIMATED_START as ESTIMATED_START
 from mpijob.api.names import ANNOTATION_WAITING as WAITING_ANNOTATION
 from mpijob.controllers.kueue.queueing import Queueing

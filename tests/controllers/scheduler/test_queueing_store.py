@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from mpijob.api import Obj
-from mpijob.api import resources as r
+from mpijob.api.core import resources as r
 from mpijob.api.kueue.adapters import admission
 from mpijob.api.names import EVICTED, PREEMPTED, QUOTA_RESERVED, REASON_IN_CLUSTER_QUEUE
 from mpijob.controllers.kueue.queueing import Queueing

@@ -1,6 +1,6 @@
 """Gang admission, queue order and queueing strategies."""
 
-from mpijob.controllers.kueue.scheduler.cycle import Admit, schedule
+from mpijob.api.kueue.scheduler.cycle import Admit, schedule
 from sched_builders import GPU, admitted, job, pending, queue, snap
 
 

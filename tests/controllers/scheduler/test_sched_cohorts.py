@@ -1,6 +1,6 @@
 """Cohorts: borrowing up to borrowingLimit, lending up to lendingLimit, and reclaiming lent quota."""
 
-from mpijob.controllers.kueue.scheduler.cycle import Admit, Preempt, queue_usage, schedule
+from mpijob.api.kueue.scheduler.cycle import Admit, Preempt, queue_usage, schedule
 from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
 

@@ -1,6 +1,6 @@
 """Fair sharing between ClusterQueues of a cohort: dominant resource share by weight."""
 
-from mpijob.controllers.kueue.scheduler.cycle import Preempt, schedule, weighted_shares
+from mpijob.api.kueue.scheduler.cycle import Preempt, schedule, weighted_shares
 from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
 

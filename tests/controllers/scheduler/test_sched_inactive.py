@@ -5,8 +5,8 @@ exist — admits nothing, with Kueue's reasons and messages (pkg/cache/scheduler
 from dataclasses import replace
 
 from mpijob.api.kueue import messages as msg
-from mpijob.controllers.kueue.scheduler.admissibility import inactive, local_queue_active
-from mpijob.controllers.kueue.scheduler.cycle import schedule
+from mpijob.api.kueue.scheduler.admissibility import inactive, local_queue_active
+from mpijob.api.kueue.scheduler.cycle import schedule
 from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
 

@@ -2,7 +2,7 @@
 
 import time
 
-from mpijob.controllers.kueue.scheduler.cycle import (
+from mpijob.api.kueue.scheduler.cycle import (
     never_fits,
     positions,
     queue_usage,

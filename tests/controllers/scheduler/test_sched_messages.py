@@ -3,8 +3,8 @@
 from dataclasses import replace
 
 from mpijob.api.kueue import messages as msg
+from mpijob.api.kueue.scheduler.cycle import schedule
 from mpijob.api.kueue.snapshot import PodSet
-from mpijob.controllers.kueue.scheduler.cycle import schedule
 from sched_builders import GPU, job, pending, queue, snap
 
 

@@ -1,6 +1,6 @@
 """Preemption within a ClusterQueue: policies, candidate order, minimal victim sets, no double-booking."""
 
-from mpijob.controllers.kueue.scheduler.cycle import Preempt, schedule
+from mpijob.api.kueue.scheduler.cycle import Preempt, schedule
 from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
 

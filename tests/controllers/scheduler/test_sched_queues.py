@@ -2,7 +2,7 @@
 
 from dataclasses import replace
 
-from mpijob.controllers.kueue.scheduler.cycle import Preempt, schedule
+from mpijob.api.kueue.scheduler.cycle import Preempt, schedule
 from sched_builders import FLAVOR, GPU, admitted, job, pending, preempted, queue, snap
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from mpijob.api.kueue.scheduler.cycle import schedule
+from mpijob.api.kueue.scheduler.waiting import MAX_REPLAYED, Timing, explain
 from mpijob.api.kueue.snapshot import PodSet, Snapshot, StopPolicy
-from mpijob.controllers.kueue.scheduler.cycle import schedule
-from mpijob.controllers.kueue.scheduler.waiting import MAX_REPLAYED, Timing, explain
 from sched_builders import FLAVOR, GPU, job, pending, queue, snap
 
 NOW = 1_000_000.0

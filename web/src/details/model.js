@@ -3,7 +3,7 @@ import { DOCS, GPU, LABEL_RJOB, condition } from '../model.js';
 
 export const LABEL_INDEX = 'batch.kubernetes.io/job-completion-index';
 
-// Copied from mpijob/api/failures.py ANCHORS: each failure class's section of docs/troubleshooting.md.
+// Copied from mpijob/api/trainer/failures.py ANCHORS: each failure class's section of docs/troubleshooting.md.
 export const FAILURE_ANCHORS = {
   SSHAuthenticationRefused: 'ssh-authentication-refused',
   HostNotResolvable: 'host-name-not-resolvable',

@@ -1,0 +1,1 @@
+"""Kubernetes core and apimachinery, pure: errors, labels, selectors, quantities, RBAC, quota, admission."""
