@@ -15,6 +15,7 @@ import subprocess
 import jsonschema
 import pytest
 from kubernetes.client import ApiClient
+from mpijob.api.core.structural import strip_nulls
 from mpijob.api.trainer.plan import generate_ssh_keypair, resolve
 from mpijob.api.trainer.render import (
     automounts,
@@ -26,7 +27,7 @@ from mpijob.api.trainer.render import (
     service_account_name,
 )
 from mpijob.api.trainer.runtimes import bundled
-from mpijob.api.trainer.schema import _simplify, strip_nulls
+from mpijob.api.trainer.schema import _simplify
 
 
 class _Response:

@@ -28,7 +28,7 @@ from typing import Any
 from mpijob.api import Obj, names
 from mpijob.api.core.errors import Cause
 from mpijob.api.core.selectors import format_label_selector, is_list_of, parse_labels, selector_causes
-from mpijob.api.trainer.schema import show
+from mpijob.api.core.structural import show
 
 INGRESS, EGRESS = "Ingress", "Egress"
 PROTOCOLS = ("TCP", "UDP", "SCTP")

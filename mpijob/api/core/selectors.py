@@ -10,7 +10,7 @@ from typing import Any
 from mpijob.api import Obj, names
 from mpijob.api.core.errors import Cause, bad_request
 from mpijob.api.core.labels import is_label_value, is_qualified_name
-from mpijob.api.trainer.schema import show
+from mpijob.api.core.structural import show
 
 
 @dataclass(frozen=True)

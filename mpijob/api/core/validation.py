@@ -23,10 +23,10 @@ from mpijob.api.core import netpol, volumes
 from mpijob.api.core.errors import ApiError, Cause, bad_request, invalid
 from mpijob.api.core.labels import is_label_value, is_qualified_name
 from mpijob.api.core.resources import Resource
+from mpijob.api.core.structural import show
 from mpijob.api.mpioperator import admission as mpijob_admission
 from mpijob.api.openshift import scc_crd
 from mpijob.api.trainer import bounds, patches, runtimes, schema, support, trainjob
-from mpijob.api.trainer.schema import show
 
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 # the kinds whose annotations may bound a run's phases: a job, and the runtimes it falls back to

@@ -14,7 +14,7 @@ from mpijob.api.core.errors import Cause
 from mpijob.api.core.labels import is_qualified_name
 from mpijob.api.core.quantity import parse_quantity
 from mpijob.api.core.selectors import selector_causes
-from mpijob.api.trainer.schema import show
+from mpijob.api.core.structural import show
 
 _QUALIFIED_HELP = ("must be a qualified name: an optional DNS prefix and '/', then at most 63 letters, digits, "
                    "'-', '_' or '.', starting and ending with a letter or digit (e.g. 'nvidia.com/gpu')")

@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from mpijob.api.core.errors import Cause
+from mpijob.api.core.structural import path_of, show, strip_nulls
 from mpijob.api.kueue.models import MODELS
-from mpijob.api.trainer.schema import path_of, show, strip_nulls
 
 
 def structural_causes(kind: str, obj: dict) -> list[Cause]:

@@ -12,9 +12,9 @@ from typing import Any
 
 from mpijob.api import names
 from mpijob.api.core.errors import ApiError, Cause
+from mpijob.api.core.structural import show
 from mpijob.api.mpioperator import schema
 from mpijob.api.trainer import support
-from mpijob.api.trainer.schema import show
 
 REPLICA_TYPES = (names.REPLICA_LAUNCHER, names.REPLICA_WORKER)
 

@@ -14,10 +14,10 @@ from typing import Any
 
 from mpijob.api import names
 from mpijob.api.core.errors import Cause, invalid
+from mpijob.api.core.structural import show
 from mpijob.api.mpioperator.pod_templates import LAUNCHER_INDEX, NODE_INDEX, bundled_node, convert_template
 from mpijob.api.mpioperator.report import DROPPED, MAPPED, RUNTIME, VERDICTS, Conversion, Line, Mapping, is_set
 from mpijob.api.trainer.runtimes import BUNDLED_NAME
-from mpijob.api.trainer.schema import show
 
 __all__ = ["DROPPED", "MAPPED", "RUNTIME", "VERDICTS", "Conversion", "Mapping", "convert"]
 

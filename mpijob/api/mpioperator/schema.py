@@ -19,7 +19,7 @@ import jsonschema
 from mpijob.api import names
 from mpijob.api.core.errors import Cause
 from mpijob.api.core.openapi import expand_shared
-from mpijob.api.trainer.schema import _causes, strip_nulls
+from mpijob.api.core.structural import schema_causes, strip_nulls
 
 DATA = "mpijob_schema.json"
 _DROP = ("description", "default", "format", "x-kubernetes-list-type", "x-kubernetes-list-map-keys",
@@ -61,7 +61,7 @@ def structural_causes(obj: dict) -> list[Cause]:
     causes: list[Cause] = []
     for err in _validator().iter_errors(strip_nulls(obj)):
         if err.validator == "anyOf" and err.context:  # int-or-string: the branch that got furthest
-            causes.extend(_causes(max(err.context, key=lambda e: len(e.absolute_path))))
+            causes.extend(schema_causes(max(err.context, key=lambda e: len(e.absolute_path))))
         else:
-            causes.extend(_causes(err))
+            causes.extend(schema_causes(err))
     return sorted(causes, key=lambda c: c.field)

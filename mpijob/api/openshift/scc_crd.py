@@ -22,7 +22,7 @@ import jsonschema
 
 from mpijob.api import names
 from mpijob.api.core.errors import Cause
-from mpijob.api.trainer.schema import _causes, strip_nulls
+from mpijob.api.core.structural import schema_causes, strip_nulls
 
 KIND = "SecurityContextConstraints"
 _MUST, _ANY = names.SCC_MUST_RUN_AS, names.SCC_RUN_AS_ANY
@@ -140,7 +140,7 @@ def causes(obj: dict) -> list[Cause]:
     """Why an SCC would be refused, one cause per field with the fix; [] when it may be stored."""
     out: list[Cause] = []
     for err in _validator().iter_errors(strip_nulls(obj)):
-        out.extend(_causes(err))
+        out.extend(schema_causes(err))
     if out:
         return sorted(out, key=lambda c: c.field)
     for field, types in STRATEGIES.items():  # OpenShift refuses a strategy without a type: admission needs one

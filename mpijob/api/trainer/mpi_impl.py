@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from mpijob.api import names
 from mpijob.api.core.errors import Cause
-from mpijob.api.trainer.schema import show
+from mpijob.api.core.structural import show
 
 ANNOTATION_FIELD = f"metadata.annotations[{names.ANNOTATION_MPI_IMPLEMENTATION}]"
 # Hydra (MPICH, Intel MPI) has no variable for its rank tags; it reads default options from a file:

@@ -21,8 +21,8 @@ from typing import Any
 
 from mpijob.api import names
 from mpijob.api.core.errors import Cause
+from mpijob.api.core.structural import show
 from mpijob.api.trainer import support
-from mpijob.api.trainer.schema import show
 
 MAX_PATCHES = 16  # the CRD's maxItems
 FIELD = "spec.runtimePatches"

@@ -13,8 +13,8 @@ from typing import Any
 
 from mpijob.api import names
 from mpijob.api.core.errors import Cause
+from mpijob.api.core.structural import show
 from mpijob.api.trainer import mpi_impl
-from mpijob.api.trainer.schema import show
 from mpijob.api.trainer.trainjob import quantity_causes
 
 BUNDLED_NAME = "mpi-distributed"

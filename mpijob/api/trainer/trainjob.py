@@ -9,9 +9,9 @@ from typing import Any
 from mpijob.api import names
 from mpijob.api.core.errors import Cause, invalid
 from mpijob.api.core.quantity import is_quantity
+from mpijob.api.core.structural import show
 from mpijob.api.names import MAX_ENV
 from mpijob.api.trainer import patches
-from mpijob.api.trainer.schema import show
 
 # Every node is a real sshd plus a process group on this one machine; past 64 a single host runs out of
 # sensible capacity long before MPI does, and such jobs belong on a real cluster (`--context`).
