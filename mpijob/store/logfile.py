@@ -20,6 +20,12 @@ def stamp(t: float | None = None) -> bytes:
     return f"{whole}.{int((t % 1) * 1e9):09d}Z".encode()
 
 
+def stamp_ns(ns: int) -> bytes:
+    """The same for a time in nanoseconds since the epoch, to the nanosecond."""
+    whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9))
+    return f"{whole}.{ns % 10**9:09d}Z".encode()
+
+
 class LogWriter:
     """Appends stamped lines for one output stream of a container; safe to reopen after a server
     restart. It writes whole lines only, with O_APPEND, so the writers of a container's stdout and
@@ -32,13 +38,14 @@ class LogWriter:
         self._mpi = mpi
         self._field = UNRANKED if rank is None else b"%d " % rank
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes, at_ns: int | None = None) -> None:
+        """Store `data`'s complete lines, stamped `at_ns` (nanoseconds since the epoch; now by default)."""
         if b"\n" not in data:  # a long line arriving read by read: kept, not copied again each read
             self._partial.append(data)
             return
         *lines, rest = b"".join([*self._partial, data]).split(b"\n")
         self._partial = [rest] if rest else []
-        self._append(lines)
+        self._append(lines, at_ns=at_ns)
 
     def close(self) -> None:
         partial = b"".join(self._partial)
@@ -46,11 +53,11 @@ class LogWriter:
         self._partial = []
         os.close(self._fd)
 
-    def _append(self, lines: list[bytes], final: bool = False) -> None:
+    def _append(self, lines: list[bytes], final: bool = False, at_ns: int | None = None) -> None:
         if self._mpi is None:
             out = [self._field + ln for ln in lines]
         else:
             out = [r for ln in lines for r in self._mpi.feed(ln)] + (self._mpi.flush() if final else [])
         if out:
-            now = stamp()
+            now = stamp() if at_ns is None else stamp_ns(at_ns)
             os.write(self._fd, b"".join(now + b" " + ln + b"\n" for ln in out))

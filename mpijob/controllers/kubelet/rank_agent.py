@@ -24,7 +24,9 @@ import os
 import re
 import select
 import signal
+import struct
 import sys
+import time
 from collections.abc import Mapping
 
 PROCESS_NAME = "mpijob-rank"  # its name in /proc: looked through like MPI's daemons (`workload.py`)
@@ -32,6 +34,10 @@ PROCESS_NAME = "mpijob-rank"  # its name in /proc: looked through like MPI's dae
 FILE = re.compile(r"(?P<job>[\w@-]+)\.(?P<rank>\d+)\.(?P<fd>[12])")
 UNSAFE = re.compile(r"[^\w@-]")
 READ_SIZE = 1 << 16
+# Each read is appended as one record: when it was read (ns since the epoch) and its length, then its bytes,
+# so the launcher's supervisor stores the ranks' output in the order it was written, across ranks, and
+# stamps each line with the time its rank wrote it
+RECORD = struct.Struct("<qI")
 LEFTOVER_WAIT = 0.2  # seconds without output after which a rank that has exited is taken as done (a child it
 # left behind may hold its stdout open for ever)
 FORWARDED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2,
@@ -54,6 +60,19 @@ def file_name(env: Mapping[str, str], fd: int) -> str:
     job = env.get("OMPI_MCA_ess_base_jobid") or env.get("PMIX_NAMESPACE") or "0"
     rank = env.get("OMPI_COMM_WORLD_RANK") or env.get("PMIX_RANK") or "0"
     return f"{UNSAFE.sub('_', job)}.{rank}.{fd}"
+
+
+def records(data: bytes) -> tuple[list[tuple[int, bytes]], bytes]:
+    """The complete records in `data` as (ns, bytes), and what follows them (a record still being written)."""
+    out, at = [], 0
+    while len(data) - at >= RECORD.size:
+        ns, size = RECORD.unpack_from(data, at)
+        end = at + RECORD.size + size
+        if end > len(data):
+            break
+        out.append((ns, data[at + RECORD.size:end]))
+        at = end
+    return out, data[at:]
 
 
 def _open(directory: str, fd: int) -> int:
@@ -95,7 +114,7 @@ def _copy(sources: dict[int, int], pid: int) -> int:
             except OSError:  # EIO: the terminal's last writer has closed it
                 data = b""
             if data:
-                out = memoryview(data)
+                out = memoryview(RECORD.pack(time.time_ns(), len(data)) + data)
                 while out:
                     out = out[os.write(sources[fd], out):]
             else:
