@@ -19,6 +19,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpijob.api import sandbox_mode
+from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.store.home import Home
 
 POLL_S = 0.05
@@ -35,13 +37,13 @@ class ServerInfo:
     url: str
     kubeconfig: Path
     home: Path
-    sandbox_mode: str
+    sandbox_mode: SandboxMode | None  # None: a server that runs no controllers (its state file says "none")
     version: str
     audit_log: Path | None = None  # the audit.k8s.io/v1 Event log (Home.audit_log), from the state file
 
     def to_dict(self) -> dict[str, str | int]:
         return {"url": self.url, "pid": self.pid, "kubeconfig": str(self.kubeconfig), "home": str(self.home),
-                "sandbox_mode": self.sandbox_mode, "version": self.version,
+                "sandbox_mode": self.sandbox_mode or sandbox_mode.NONE, "version": self.version,
                 "auditLog": str(self.audit_log or Home(self.home).audit_log)}
 
 
@@ -96,7 +98,7 @@ def running(home: Home) -> ServerInfo | None:
     if _gone(pid) or _is_other_program(pid):
         return None
     return ServerInfo(pid=pid, url=state["url"], kubeconfig=home.kubeconfig, home=home.root,
-                      sandbox_mode=state.get("sandbox_mode", "unknown"), version=state.get("version", ""),
+                      sandbox_mode=SandboxMode.parse(state.get("sandbox_mode")), version=state.get("version", ""),
                       audit_log=Path(state.get("auditLog") or home.audit_log))
 
 

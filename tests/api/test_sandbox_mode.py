@@ -31,7 +31,3 @@ def test_parse_takes_only_a_mode(value: str | None, mode: SandboxMode | None) ->
 def test_the_environment_forces_the_mode(monkeypatch: pytest.MonkeyPatch, forced: SandboxMode) -> None:
     monkeypatch.setenv(sandbox_mode.ENV, forced.value)
     assert sandbox.detect_mode() is forced
-
-
-def test_the_kubelets_short_names_are_the_members() -> None:
-    assert sandbox.NAMESPACE is SandboxMode.NAMESPACE and sandbox.PROCESS is SandboxMode.PROCESS

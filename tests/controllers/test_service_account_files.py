@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 from mpijob.api.openshift import scc
+from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.api.trainer.plan import resolve
 from mpijob.api.trainer.runtimes import bundled
 from mpijob.controllers.kubelet.sandbox import (
-    NAMESPACE,
-    PROCESS,
     JobFiles,
     ServiceAccountFiles,
     User,
@@ -43,7 +42,7 @@ def _me() -> User:
 
 
 def test_the_token_is_readable_by_the_pod_user_only(tmp_path: Path, plan) -> None:
-    files = JobFiles(tmp_path / "job", PROCESS)
+    files = JobFiles(tmp_path / "job", SandboxMode.PROCESS)
     launcher = plan.pods[-1]
     files.write_service_account(launcher, _me(), FILES)
     d = files.service_account_dir(launcher)
@@ -58,10 +57,10 @@ def test_the_token_is_readable_by_the_pod_user_only(tmp_path: Path, plan) -> Non
 
 def test_the_token_belongs_to_the_pods_run_as_user(tmp_path: Path, plan) -> None:
     assert os.geteuid() == 0, "giving a file to the pod's user needs root (CI runs as root)"
-    files = JobFiles(tmp_path / "job", NAMESPACE)
+    files = JobFiles(tmp_path / "job", SandboxMode.NAMESPACE)
     admitted = scc.admit(plan, RANGES, lambda pod: frozenset(), "alice")
     launcher = admitted.pods[-1]
-    user = job_user(admitted, launcher, NAMESPACE)
+    user = job_user(admitted, launcher, SandboxMode.NAMESPACE)
     assert (user.uid, user.name) == (1000660000, "mpiuser")  # its namespace's first UID (api/openshift/scc.py)
     files.write_service_account(launcher, user, FILES)
     token = files.service_account_dir(launcher) / "token"
@@ -70,7 +69,7 @@ def test_the_token_belongs_to_the_pods_run_as_user(tmp_path: Path, plan) -> None
 
 
 def test_namespace_mode_mounts_the_volume_read_only_at_kubes_path(tmp_path: Path, plan) -> None:
-    files = JobFiles(tmp_path / "job", NAMESPACE)
+    files = JobFiles(tmp_path / "job", SandboxMode.NAMESPACE)
     launcher = plan.pods[-1]
     user = User(1000, 1000, "mpiuser", "/home/mpiuser")
     script = files.argv(plan, launcher, user, ["true"], {})[-3]
@@ -84,7 +83,7 @@ def test_namespace_mode_mounts_the_volume_read_only_at_kubes_path(tmp_path: Path
 
 
 def test_process_mode_leaves_the_files_in_the_pod_directory(tmp_path: Path, plan) -> None:
-    files = JobFiles(tmp_path / "job", PROCESS)
+    files = JobFiles(tmp_path / "job", SandboxMode.PROCESS)
     launcher = plan.pods[-1]
     files.write_service_account(launcher, _me(), FILES)
     home = files.pod_dir(launcher) / "home"  # the container's $HOME in process mode (runner._start)

@@ -27,14 +27,13 @@ from pathlib import Path
 import httpx
 import pytest
 from mpijob.api import names
+from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.api.trainer import mpi_impl, runtimes
 from mpijob.api.trainer.mpi_output import LauncherOutput
 from mpijob.controllers.kubelet.sandbox import (
     ACCEPTED,
-    NAMESPACE,
     PRIVSEP_DIR,
     PROBE_SUBSYSTEM,
-    PROCESS,
     SSH_PORT,
     SSHD,
     JobFiles,
@@ -73,7 +72,7 @@ def test_a_launchers_log_drops_the_warning_but_keeps_the_same_text_from_a_rank(k
 
 
 def test_the_ssh_probe_asks_for_a_subsystem_and_relays_acceptance_only_once_ssh_has_ended(tmp_path: Path) -> None:
-    files = JobFiles(tmp_path, NAMESPACE)
+    files = JobFiles(tmp_path, SandboxMode.NAMESPACE)
     argv = files.ssh_probe("10.244.1.2", User(1000, 1000, "mpiuser", "/home/mpiuser"))
     assert argv[:2] == ["/bin/sh", "-c"] and "-N" not in argv
     ssh = argv[argv.index("ssh"):]
@@ -84,7 +83,7 @@ def test_the_ssh_probe_asks_for_a_subsystem_and_relays_acceptance_only_once_ssh_
 def test_the_ssh_probe_logs_in_and_leaves_sshd_nothing_to_say(tmp_path: Path) -> None:
     """The probe, killed as soon as it says ACCEPTED (as the runner does), against a real sshd configured as
     a node's: every probe is accepted and sshd's log stays empty; a key sshd does not know is not accepted."""
-    files = JobFiles(tmp_path, PROCESS)
+    files = JobFiles(tmp_path, SandboxMode.PROCESS)
     files.keys.mkdir()
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(files.keys / "id_rsa")], check=True)
     (files.keys / "authorized_keys").write_text((files.keys / "id_rsa.pub").read_text())
@@ -222,7 +221,7 @@ def test_namespace_sandbox_logs_hold_only_what_each_implementations_ranks_printe
 
 def test_process_sandbox_logs_hold_only_what_each_implementations_ranks_printed(
         new_server: Callable[..., ServerInfo]) -> None:
-    info = new_server("noise-process", env={"MPIJOB_SANDBOX": PROCESS})
+    info = new_server("noise-process", env={"MPIJOB_SANDBOX": SandboxMode.PROCESS})
     with https_client(info.kubeconfig) as api:
         add_runtimes(api, [names.MPI_MPICH, names.MPI_INTEL])  # Open MPI 5 does not run here (docs/sandbox.md)
         jobs = [(f"noise-ompi4-{i}", names.OPEN_MPI) for i in range(3)]

@@ -44,7 +44,6 @@ from mpijob.api.trainer.plan import PodPlan, RunPlan
 from mpijob.controllers.kubelet import mpi_installs, rank_agent
 from mpijob.controllers.kubelet.mpi_env import POD_TMP
 
-NAMESPACE, PROCESS = SandboxMode.NAMESPACE, SandboxMode.PROCESS  # the names the tests import
 SSH_PORT = 2222
 ACCEPTED = "mpijob-key-accepted"
 PROBE_SUBSYSTEM = "mpijob-probe"  # a subsystem no sshd has: the probe's request, refused without a process
