@@ -15,7 +15,11 @@ STAMP := $(VENV)/.installed
 APT_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client prometheus curl libfabric1
 # chromium + chromium-driver: the dashboard's browser tests (tests/dashboard) and bench/dashboard.py
 TEST_APT_PACKAGES := chromium chromium-driver
-PYTEST_ARGS ?= -q --durations=30
+# The suite runs on TEST_WORKERS processes (pytest-xdist), each module's tests in one of them, so its module
+# fixtures (a server, the jobs it starts) are made once; the long modules go first (tests/conftest.py). The
+# suite mostly waits on real jobs: on 2 cores, 2 processes left the CPUs half idle (622 s), 4 took 485 s
+TEST_WORKERS ?= 4
+PYTEST_ARGS ?= -q --durations=30 -n $(TEST_WORKERS) --dist loadfile
 # The fast tier (no real MPI job end to end, no browser, no slow module): run it on every change
 FAST_TIER := not e2e and not browser and not slow
 # pytest keeps its rewritten test modules as bytecode: with writing off, every run rewrites all of them

@@ -26,7 +26,7 @@ TESTS = Path(__file__).resolve().parent
 FOLDER_TIERS = {"e2e": "e2e", "dashboard": "browser"}
 SLOW = frozenset({
     "server/test_fuzz.py",  # thousands of generated requests
-    "store/test_supervisor.py", "cli/test_cli_server.py",  # start and stop servers of their own
+    "store/test_server_process.py", "cli/test_cli_server.py",  # start and stop servers of their own
     "cli/test_cli_run.py", "cli/test_cli_wait_logs.py", "cli/test_cli_describe_hint.py", "sdk/test_sdk_async.py",
     "sdk/test_sdk_readme.py", "sdk/test_sdk_client.py", "sdk/test_sdk_trainjob.py", "cli/test_cli_contract.py",
     "docs/test_quickstart.py", "controllers/test_process_mode.py", "controllers/test_oom.py",  # real jobs
@@ -42,12 +42,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test's tier, and run the tiered (long) modules first: with the suite spread over workers
+    (`make test`, pytest-xdist by module), the many short modules then fill the gaps at the end, rather
+    than one long module running alone while the other workers idle."""
+    if missing := sorted(p for p in SLOW if not (TESTS / p).is_file()):
+        raise pytest.UsageError(f"tests/conftest.py SLOW names modules that do not exist: {missing}")
     for item in items:
         path = item.path.relative_to(TESTS)
         if tier := FOLDER_TIERS.get(path.parts[0]):
             item.add_marker(tier)
         if path.as_posix() in SLOW:
             item.add_marker("slow")
+    items.sort(key=lambda item: all(item.get_closest_marker(t) is None for t in ("e2e", "browser", "slow")))
 
 
 class Servers:
