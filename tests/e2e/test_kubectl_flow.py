@@ -19,6 +19,15 @@ NS = "ee-kubectl"
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 
+def _state(kubectl: Kubectl, job: str) -> str:
+    """What the job, its Workload and its pods were doing, and what they said: why a wait ran out."""
+    said = [kubectl("describe", "trainjob", "-n", NS, job, check=False).stdout,
+            kubectl("get", "workloads,pods", "-n", NS, "-o", "wide", check=False).stdout]
+    for pod in kubectl("get", "pods", "-n", NS, "-o", "name", check=False).stdout.split():
+        said.append(f"--- {pod}\n" + kubectl("logs", "-n", NS, pod, "--tail=20", check=False).stdout)
+    return "\n".join(said)
+
+
 def test_hello_example_through_kubectl(kubectl: Kubectl, home: Path) -> None:
     example = REPO / "examples" / "hello.yaml"
     job = yaml.safe_load(example.read_text())["metadata"]["name"]
@@ -28,8 +37,9 @@ def test_hello_example_through_kubectl(kubectl: Kubectl, home: Path) -> None:
     kubectl("create", "namespace", NS)
     applied = kubectl("apply", "-n", NS, "-f", str(example)).stdout
     assert f"trainjob.trainer.kubeflow.org/{job} created" in applied
-    waited = kubectl("wait", "-n", NS, "--for=condition=Complete", f"trainjob/{job}", "--timeout=120s", timeout=150)
-    assert "condition met" in waited.stdout
+    waited = kubectl("wait", "-n", NS, "--for=condition=Complete", f"trainjob/{job}", "--timeout=120s", timeout=150,
+                     check=False)
+    assert "condition met" in waited.stdout, f"{waited.stdout}{waited.stderr}\n{_state(kubectl, job)}"
 
     table = kubectl("get", "trainjobs", "-n", NS).stdout.splitlines()
     assert table[0].split() == ["NAME", "STATE", "AGE"]
