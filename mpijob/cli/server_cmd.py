@@ -17,12 +17,19 @@ server_app = typer.Typer(help="Run the local cluster (state in $MPIJOB_HOME).", 
                          rich_markup_mode=None)
 
 
-LABELS = {"auditLog": "audit log"}  # a JSON key of `status -o json` that is not snake_case → its words
+# a JSON key of `status -o json` that is not snake_case, or reads better in other words → its words
+LABELS = {"auditLog": "audit log", "why": "  because"}
 
 
 def _print_info(info: "server_process.ServerInfo") -> None:
+    from mpijob.api.sandbox_mode import GUARANTEES
+
     for key, value in info.to_dict().items():
-        print(f"{LABELS.get(key, key.replace('_', ' ')) + ':':<14}{value}")
+        if key == "guarantees":  # what a pod may rely on in this sandbox (docs/sandbox.md), one per line
+            for name, holds in value.items():
+                print(f"{'':<14}{'yes' if holds else 'no ':<4}{GUARANTEES[name][0] if name in GUARANTEES else name}")
+        elif key != "why" or value:
+            print(f"{LABELS.get(key, key.replace('_', ' ')) + ':':<14}{value}")
 
 
 @server_app.command("start")

@@ -12,16 +12,16 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from mpijob.api import Obj, names
 from mpijob.api.core.quantity import parse_quantity
-from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers import conditions as cond
 from mpijob.controllers.claims import Claims
 from mpijob.controllers.jobkinds import KINDS, JobControllerType, JobKinds
 from mpijob.controllers.kubelet import capacity, gc, network, node
 from mpijob.controllers.kubelet.admission import PodAdmission
-from mpijob.controllers.kubelet.sandbox import check_mode, detect_mode
+from mpijob.controllers.kubelet.sandbox import check_mode, detect_mode, guarantees
 from mpijob.controllers.kueue.integrations import Integrations
 from mpijob.controllers.kueue.queueing import Queueing
 from mpijob.controllers.metrics import Metrics
@@ -46,8 +46,11 @@ class Manager:
                  kinds: Sequence[JobControllerType] = KINDS) -> None:
         self.store, self.logs, self.home = store, logs, home
         self.metrics = metrics or Metrics(store, logs)  # the server's registry (docs/metrics.md)
-        self.sandbox_mode = detect_mode()
+        detected = detect_mode()
+        self.sandbox_mode, self.sandbox_why = detected.mode, detected.why
         check_mode(self.sandbox_mode, home.root)
+        if detected.why:
+            log.warning("sandbox %s: %s", detected.mode, detected.why)
         self.cluster_id = hashlib.sha256(str(home.root).encode()).hexdigest()[:16]
         self.capacity = capacity.detect()
         self.queueing = Queueing(store, self._evict, self.metrics.kueue)
@@ -65,6 +68,10 @@ class Manager:
         self.claims = Claims(store, home)  # PersistentVolumeClaims bound to directories (docs/volumes.md)
         self._task: asyncio.Task[None] | None = None
 
+    def sandbox(self) -> dict[str, Any]:
+        """What `mpijob server status` says of the sandbox: why this mode, and what holds in it."""
+        return {"why": self.sandbox_why, "guarantees": guarantees(self.sandbox_mode)}
+
     async def start(self) -> None:
         node.register(self.store, self.node, self.capacity)
         for kind in self.kinds:
@@ -76,8 +83,7 @@ class Manager:
         if killed := gc.kill_leftovers(self.cluster_id, keep):
             log.warning("killed %d processes left by a previous server", killed)
         keep_networks = {network.namespace_name(self.cluster_id, r.plan.uid) for r in runs}
-        if self.sandbox_mode == SandboxMode.NAMESPACE and (
-                networks := network.remove_leftovers(self.cluster_id, keep_networks)):
+        if networks := network.remove_leftovers(self.sandbox_mode, self.cluster_id, keep_networks):
             log.warning("removed %d job networks left by a previous server", networks)
         self.claims.recover()
         self.accounting.recover(self.store)

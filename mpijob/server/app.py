@@ -55,6 +55,7 @@ def create_app(home: Home) -> FastAPI:
             cluster.manager = controllers.manager(store, cluster.logs, home, cluster.metrics)
             await cluster.manager.start()
             cluster.sandbox_mode = cluster.manager.sandbox_mode
+            cluster.sandbox = cluster.manager.sandbox()
         drain = False
 
         def stop_draining() -> None:  # `mpijob server stop --drain`: as SIGTERM, with the jobs stopped first

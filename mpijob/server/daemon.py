@@ -87,8 +87,9 @@ async def _serve(server: Any, sock: Any, home: Home, url: str) -> None:
     while not server.started and not task.done():
         await asyncio.sleep(0.02)
     if server.started:
-        mode = server.config.app.state.cluster.sandbox_mode or sandbox_mode.NONE
-        _write_json(home.state_file, {"pid": os.getpid(), "url": url, "sandbox_mode": mode,
+        cluster = server.config.app.state.cluster
+        mode = cluster.sandbox_mode or sandbox_mode.NONE
+        _write_json(home.state_file, {"pid": os.getpid(), "url": url, "sandbox_mode": mode, **cluster.sandbox,
                                       "version": __version__, "kubeconfig": str(home.kubeconfig),
                                       "auditLog": str(home.audit_log)})
         log.info("mpijob server ready at %s (home %s, sandbox %s)", url, home.root, mode)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.server.ports import Controllers, connect
@@ -25,6 +25,7 @@ class Cluster:
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     controllers: Controllers = field(default_factory=connect)  # what the server calls of the controllers' code
     sandbox_mode: SandboxMode | None = None  # the controllers' sandbox (Manager.sandbox_mode); None without them
+    sandbox: dict[str, Any] = field(default_factory=dict)  # why that mode, what holds in it (Manager.sandbox)
     manager: Manager | None = None  # the controllers; None when the server runs without them
     metrics: Metrics | None = None  # the server's metrics registry (docs/metrics.md), made at start
     _logs: LogStore | None = None

@@ -16,8 +16,9 @@ import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mpijob.api import sandbox_mode
 from mpijob.api.sandbox_mode import SandboxMode
@@ -40,10 +41,13 @@ class ServerInfo:
     sandbox_mode: SandboxMode | None  # None: a server that runs no controllers (its state file says "none")
     version: str
     audit_log: Path | None = None  # the audit.k8s.io/v1 Event log (Home.audit_log), from the state file
+    why: str = ""  # why this sandbox mode and not a stronger one, with what would enable it
+    guarantees: dict[str, bool] = field(default_factory=dict)  # `sandbox_mode.GUARANTEES` key → holds here
 
-    def to_dict(self) -> dict[str, str | int]:
+    def to_dict(self) -> dict[str, Any]:
         return {"url": self.url, "pid": self.pid, "kubeconfig": str(self.kubeconfig), "home": str(self.home),
-                "sandbox_mode": self.sandbox_mode or sandbox_mode.NONE, "version": self.version,
+                "sandbox_mode": self.sandbox_mode or sandbox_mode.NONE, "why": self.why,
+                "guarantees": self.guarantees, "version": self.version,
                 "auditLog": str(self.audit_log or Home(self.home).audit_log)}
 
 
@@ -99,7 +103,8 @@ def running(home: Home) -> ServerInfo | None:
         return None
     return ServerInfo(pid=pid, url=state["url"], kubeconfig=home.kubeconfig, home=home.root,
                       sandbox_mode=SandboxMode.parse(state.get("sandbox_mode")), version=state.get("version", ""),
-                      audit_log=Path(state.get("auditLog") or home.audit_log))
+                      audit_log=Path(state.get("auditLog") or home.audit_log), why=state.get("why", ""),
+                      guarantees=state.get("guarantees") or {})
 
 
 DRAIN_SIGNAL = signal.SIGUSR1  # stop, but first stop the running jobs (`Manager.stop(drain=True)`)

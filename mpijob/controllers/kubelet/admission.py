@@ -34,7 +34,7 @@ def whole_cpus(resources: dict) -> int:
 class PodAdmission:
     def __init__(self, store: Store, home: Home, mode: SandboxMode, cluster_id: str, gpus: int = 0) -> None:
         self.store, self.home, self.mode = store, home, mode
-        self.addresses = AddressPool(cluster_id, own_networks=mode == SandboxMode.NAMESPACE)
+        self.addresses = AddressPool(cluster_id, own_networks=mode.private)
         self.devices = DevicePool(gpus)
         self.cores = CorePool()
 
@@ -42,7 +42,7 @@ class PodAdmission:
         """Set up each pod's volumes as the kubelet would and give the sandbox their mounts; the message the
         job fails with when one cannot be (a FailedMount Event on the pod says it in the kubelet's words)."""
         asking = [p for p in plan.pods if volumes.has_volumes(p.pod_spec)]
-        if asking and self.mode != SandboxMode.NAMESPACE:
+        if asking and not self.mode.private:
             return volumes.PROCESS_SANDBOX
         for pod in asking:
             try:

@@ -138,3 +138,8 @@ def _keyed(path: Path) -> dict[str, int]:
         if value.strip().isdigit():
             out[key] = int(value)
     return out
+
+
+def available() -> bool:
+    """Whether this server can give pods cgroups (limits enforced, usage accounted)."""
+    return _base() is not None

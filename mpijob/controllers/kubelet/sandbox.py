@@ -1,6 +1,6 @@
 """A pod's sandbox: the files it sees and the command line that starts it.
 
-Two modes, chosen once per server (`mpijob server status` shows which):
+Three modes, chosen once per server (`mpijob server status` shows which, and what holds in it):
 
 * `namespace` (root, and `unshare` works): each pod is a private mount + PID + UTS namespace in its job's
   own network namespace (`network.py`). Inside it the pod sees, like a container, its own empty `/run`
@@ -12,7 +12,12 @@ Two modes, chosen once per server (`mpijob server status` shows which):
   (`trainer_status.py`) and a private writable home, then drops to `runAsUser`. PID 1 of
   the namespace is the pod; killing it (or the server dying: `--pdeathsig`/`--kill-child`) takes every
   process of the pod with it, including ranks and `orted`s started through its sshd.
-* `process` (unprivileged fallback): plain process groups running as the server's user. Files stay in
+* `rootless` (not root, unprivileged user namespaces allowed): the same namespaces, owned by a user namespace
+  of the job's own (`network.HeldNetwork`), in which the server's user is root; a pod's setup runs as that
+  root, then the pod drops into a user namespace of its own that maps its `runAsUser` to the server's user,
+  as rootless Podman's `--userns=keep-id` does: its programs see their uid, and every file they write is
+  the server's user's on the machine. Its sshd runs as that user (no privilege separation without root).
+* `process` (where neither works): plain process groups running as the server's user. Files stay in
   the job directory; Open MPI is pointed at them through its environment (the hostfile variable, an
   `ssh -F` agent), and the launcher runs an sshd too when it is a host. Programs that hard-code
   `/etc/mpi/hostfile` need the namespace mode. The ServiceAccount files are in the pod's directory,
@@ -41,7 +46,7 @@ from mpijob.api.core import tokens
 from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.api.trainer import mpi_impl
 from mpijob.api.trainer.plan import PodPlan, RunPlan
-from mpijob.controllers.kubelet import mpi_installs, rank_agent
+from mpijob.controllers.kubelet import cgroups, mpi_installs, rank_agent
 from mpijob.controllers.kubelet.mpi_env import POD_TMP
 
 SSH_PORT = 2222
@@ -82,22 +87,67 @@ def kubernetes_env(host: str, port: int) -> dict[str, str]:
             f"{prefix}_PROTO": "tcp", f"{prefix}_PORT": str(port), f"{prefix}_ADDR": host}
 
 
-def detect_mode() -> SandboxMode:
-    """`$MPIJOB_SANDBOX` if set, else `namespace` when we are root and unshare works."""
+# What a rootless pod needs of the kernel, tried at start: a user namespace owning the others, and inside it
+# a user namespace of the pod's own (util-linux 2.38's --map-user)
+ROOTLESS_PROBE = ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--uts", "--net", "--fork",
+                  "unshare", "--user", "--map-user=1", "--map-group=1", "true"]
+# Where a kernel or distribution turns unprivileged user namespaces off, and the value that turns them on
+USERNS_SWITCHES = (("/proc/sys/kernel/unprivileged_userns_clone", "1"), ("/proc/sys/user/max_user_namespaces", None),
+                   ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "0"))
+
+
+@dataclass(frozen=True)
+class Detected:
+    mode: SandboxMode
+    why: str = ""  # why not a stronger mode: what is missing and what would enable it ("" when none is)
+
+
+def detect_mode() -> Detected:
+    """`$MPIJOB_SANDBOX` if set; else `namespace` for root, `rootless` for another user whose kernel
+    allows unprivileged user namespaces, the process sandbox where neither works, saying why."""
     if forced := SandboxMode.parse(os.environ.get(sandbox_mode.ENV)):
-        return forced
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        return SandboxMode.PROCESS
-    probe = subprocess.run(
-        ["unshare", "--mount", "--pid", "--uts", "--fork", "--propagation", "private", "true"],
-        capture_output=True, check=False,
-    )
-    return SandboxMode.NAMESPACE if probe.returncode == 0 else SandboxMode.PROCESS
+        return Detected(forced, f"chosen by ${sandbox_mode.ENV}")
+    if not shutil.which("unshare"):
+        return Detected(SandboxMode.PROCESS, "util-linux's unshare is not installed (apt-get install util-linux)")
+    if os.geteuid() == 0:
+        probe = subprocess.run(["unshare", "--mount", "--pid", "--uts", "--fork", "--propagation", "private", "true"],
+                               capture_output=True, text=True, check=False)
+        if probe.returncode == 0:
+            return Detected(SandboxMode.NAMESPACE)
+        return Detected(SandboxMode.PROCESS, f"root, but unshare failed: {probe.stderr.strip()}")
+    probe = subprocess.run(ROOTLESS_PROBE, capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        return Detected(SandboxMode.PROCESS, _userns_off(probe.stderr.strip()))
+    if not os.access("/dev/net/tun", os.R_OK | os.W_OK):  # a job network's eth0 is a tun device
+        return Detected(SandboxMode.PROCESS, "/dev/net/tun is not readable and writable by this user, so a job "
+                                             "network has no eth0 (Debian makes it 0666: chmod 0666 /dev/net/tun)")
+    return Detected(SandboxMode.ROOTLESS)
+
+
+def _userns_off(said: str) -> str:
+    """Why unprivileged user namespaces fail here, naming the setting that would allow them."""
+    for path, on in USERNS_SWITCHES:
+        try:
+            value = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if (on is None and value == "0") or (on is not None and value != on):
+            setting = path.removeprefix("/proc/sys/").replace("/", ".")
+            return (f"unprivileged user namespaces are off ({setting} = {value}); as root, "
+                    f"`sysctl -w {setting}={on or 15000}` enables them (and a file in /etc/sysctl.d/ keeps it)")
+    return f"unprivileged user namespaces do not work here: {said or 'unshare failed'}"
+
+
+def guarantees(mode: SandboxMode) -> dict[str, bool]:
+    """Whether each of `sandbox_mode.GUARANTEES` holds for this server's pods."""
+    held = {key: mode in modes for key, (_, modes) in sandbox_mode.GUARANTEES.items()}
+    held["limits"] = held["limits"] and cgroups.available()
+    return held
 
 
 def check_mode(mode: SandboxMode, home: Path) -> None:
     """Refuse, at server start, a set-up whose pods could not start, with the fix."""
-    if mode == SandboxMode.NAMESPACE:
+    if mode.private:
         for what, path in (("MPIJOB_HOME", home), ("the Python environment", Path(sys.prefix))):
             if path.resolve().is_relative_to("/run"):
                 raise RuntimeError(f"{what} ({path}) is under /run, which every pod gets as its own empty "
@@ -128,9 +178,10 @@ class User:
 
 
 def job_user(plan: RunPlan, pod: PodPlan, mode: SandboxMode) -> User:
-    """Who the pod runs as. Namespace mode honours the ids its SCC admission wrote into the plan
-    (`api/openshift/scc.py`: its namespace's first UID unless it asked for another and may use it); the process
-    mode runs everything as the server's own user (the namespaces' ranges are not applied there)."""
+    """Who the pod runs as, as it sees itself. The namespace and rootless modes honour the ids its SCC
+    admission wrote into the plan (`api/openshift/scc.py`: its namespace's first UID unless it asked for another
+    and may use it; rootless maps it to the server's user, which has no supplementary groups to give); the
+    process mode runs everything as the server's own user (the namespaces' ranges are not applied there)."""
     if mode == SandboxMode.PROCESS:
         pw = pwd.getpwuid(os.geteuid())
         return User(pw.pw_uid, pw.pw_gid, pw.pw_name, pw.pw_dir)
@@ -140,7 +191,8 @@ def job_user(plan: RunPlan, pod: PodPlan, mode: SandboxMode) -> User:
         return User(0, gid, "root", "/root")
     mount = plan.ssh_auth_mount_path.rstrip("/")
     home = str(Path(mount).parent) if mount.startswith("/home/") and mount.endswith("/.ssh") else "/home/mpiuser"
-    groups = (pod.fs_group,) if pod.fs_group is not None and pod.fs_group != gid else ()
+    grouped = pod.fs_group is not None and pod.fs_group != gid and mode != SandboxMode.ROOTLESS
+    groups = (pod.fs_group,) if grouped else ()
     return User(uid, gid, Path(home).name, home, groups)
 
 
@@ -151,6 +203,12 @@ class JobFiles:
         self.root, self.mode = root, mode
         # pod name → the shell lines mounting its volumes in its namespace (`volumes.setup`, namespace mode)
         self.volume_mounts: dict[str, list[str]] = {}
+
+    def own(self, path: Path, user: User) -> None:
+        """Give `path` to the pod's user. Rootless, every pod's user is the server's user on the machine
+        (its own user namespace maps it there), so what the server writes is the pod's already."""
+        if self.mode != SandboxMode.ROOTLESS:
+            os.chown(path, user.uid, user.gid)
 
     @property
     def keys(self) -> Path:
@@ -177,7 +235,7 @@ class JobFiles:
 
     def rank_agent_paths(self) -> tuple[str, str, str]:
         """The rank agent's launcher's, the agent's and the rank-output directory's paths, as pods see them."""
-        seen = Path(RANK_OUTPUT_MOUNT) if self.mode == SandboxMode.NAMESPACE else self.rank_output
+        seen = Path(RANK_OUTPUT_MOUNT) if self.mode.private else self.rank_output
         return str(seen / RANK_LAUNCH_FILE), str(seen / RANK_AGENT_FILE), str(seen)
 
     def write_rank_output(self, captured: bool) -> None:
@@ -209,7 +267,7 @@ class JobFiles:
         d.mkdir(parents=True, exist_ok=True)
         os.chmod(d, 0o755)
         _write(d / names.TRAINER_STATUS_TOKEN_FILE, token, 0o600)
-        os.chown(d / names.TRAINER_STATUS_TOKEN_FILE, user.uid, user.gid)
+        self.own(d / names.TRAINER_STATUS_TOKEN_FILE, user)
         _write(d / tokens.CA_FILE, ca.decode(), 0o644)
 
     def write_service_account(self, pod: PodPlan, user: User, files: ServiceAccountFiles | None) -> None:
@@ -224,7 +282,7 @@ class JobFiles:
         os.chmod(d, 0o755)
         token = d / names.SERVICE_ACCOUNT_TOKEN_PATH
         _write(token, files.token, 0o600)
-        os.chown(token, user.uid, user.gid)
+        self.own(token, user)
         _write(d / names.SERVICE_ACCOUNT_NAMESPACE_PATH, files.namespace, 0o644)
         _write(d / tokens.CA_FILE, files.ca.decode(), 0o644)
 
@@ -246,7 +304,7 @@ class JobFiles:
             )
         _write(self.ssh_config, self._ssh_config(plan, ips), 0o644)
         for path in (self.keys, *self.keys.iterdir(), self.hostfile.parent):
-            os.chown(path, user.uid, user.gid)
+            self.own(path, user)
 
     def _ssh_config(self, plan: RunPlan, ips: dict[str, str]) -> str:
         lines = []
@@ -273,15 +331,15 @@ class JobFiles:
         d = self.pod_dir(pod)
         home = d / "home"
         home.mkdir(parents=True, exist_ok=True)
-        os.chown(home, user.uid, user.gid)
+        self.own(home, user)
         if self.mode == SandboxMode.PROCESS:
             (d / POD_TMP).mkdir(mode=0o700, exist_ok=True)
-            os.chown(d / POD_TMP, user.uid, user.gid)
+            self.own(d / POD_TMP, user)
         own = ips[pod.hostname]
         hosts = ["127.0.0.1 localhost", f"127.0.0.1 {pod.host} {pod.hostname}"]
         hosts += [f"{ips[p.hostname]} {p.host} {p.hostname}" for p in plan.pods if p.hostname != pod.hostname]
         _write(d / "hosts", "\n".join(hosts) + "\n", 0o644)
-        if self.mode == SandboxMode.NAMESPACE:
+        if self.mode.private:
             _write(d / "passwd", _passwd(user), 0o644)
             _write(d / "group", _group(user), 0o644)
             if resolver := _resolver_under_run():  # the pod's own copy, as the kubelet writes one per pod
@@ -295,7 +353,7 @@ class JobFiles:
             config, _ = mpi_impl.IMPLEMENTATIONS[plan.mpi_implementation].launcher_config(user.home)
             if config:
                 _write(home / mpi_impl.HYDRA_CONFIG_FILE, config, 0o644)
-                os.chown(home / mpi_impl.HYDRA_CONFIG_FILE, user.uid, user.gid)
+                self.own(home / mpi_impl.HYDRA_CONFIG_FILE, user)
         return d
 
     def runs_sshd(self, plan: RunPlan, pod: PodPlan) -> bool:
@@ -304,9 +362,9 @@ class JobFiles:
         return pod.runs_sshd or (self.mode == SandboxMode.PROCESS and pod.is_launcher and pod.in_hostfile)
 
     def launcher_sshd(self, plan: RunPlan, pod: PodPlan) -> bool:
-        """In namespace mode, a launcher that is a host runs an sshd beside its command when its MPI reaches
-        every host over ssh, itself included (`Implementation.ssh_to_itself`)."""
-        return (self.mode == SandboxMode.NAMESPACE and pod.is_launcher and pod.in_hostfile
+        """In its own namespaces, a launcher that is a host runs an sshd beside its command when its MPI
+        reaches every host over ssh, itself included (`Implementation.ssh_to_itself`)."""
+        return (self.mode.private and pod.is_launcher and pod.in_hostfile
                 and mpi_impl.IMPLEMENTATIONS[plan.mpi_implementation].ssh_to_itself)
 
     def _sshd_config(self, plan: RunPlan, user: User, ip: str, session_env: dict[str, str],
@@ -385,14 +443,14 @@ class JobFiles:
         script += self.volume_mounts.get(pod.name, [])  # the pod's volumes, at their mountPaths (volumes.py)
         script += self._reachable(user)
         script.append(f"hostname {shlex.quote(pod.hostname)}")
+        sshd = f"{SSHD} -D -e -f {shlex.quote(str(d / 'sshd_config'))}"
         if run_sshd:
-            script.append(f"{SSHD} -D -e -f {shlex.quote(str(d / 'sshd_config'))}")
+            script.append(f"{self._as_sshd_user(user)}{sshd}")
         else:
             if self.launcher_sshd(plan, pod):  # a child of PID 1, so it ends with the pod
-                script.append(f"{SSHD} -D -e -f {shlex.quote(str(d / 'sshd_config'))} &")
-            drop = f"setpriv --reuid={user.uid} --regid={user.gid} --init-groups --inh-caps=-all" if user.uid else ""
+                script.append(f"{self._as_sshd_user(user)}{sshd} &")
             envs = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
-            script.append(f'cd {shlex.quote(user.home)}; {drop} env -i {envs} "$@"')
+            script.append(f'cd {shlex.quote(user.home)}; {self._drop(user)}env -i {envs} "$@"')
             command = _in_working_dir(pod, command)
         return [
             "setpriv", "--pdeathsig", "KILL", "--",
@@ -400,10 +458,26 @@ class JobFiles:
             "/bin/sh", "-c", "\n".join(script), pod.hostname, *command,
         ]
 
+    def _drop(self, user: User) -> str:
+        """The prefix that runs a command as the pod's user: with its groups and no capabilities (root); in
+        a user namespace of its own mapping it to the server's user (rootless, where setgroups is denied)."""
+        if not user.uid:
+            return ""
+        if self.mode == SandboxMode.ROOTLESS:
+            return f"unshare --user --map-user={user.uid} --map-group={user.gid} "
+        return f"setpriv --reuid={user.uid} --regid={user.gid} --init-groups --inh-caps=-all "
+
+    def _as_sshd_user(self, user: User) -> str:
+        """Rootless, a pod's sshd runs as the pod's user, as the process sandbox's does: root's sshd drops
+        privileges to a user (`sshd`) and sets groups, neither of which a one-uid user namespace allows."""
+        return self._drop(user) if self.mode == SandboxMode.ROOTLESS else ""
+
     def _reachable(self, user: User) -> list[str]:
         """Let a non-root pod reach the server's Python and the job directory when they sit under a
         directory it cannot enter (pyenv or MPIJOB_HOME under a 0700 /root): inside the pod only, that
         directory becomes a tmpfs holding just those paths, bound back from a staging mount."""
+        if self.mode == SandboxMode.ROOTLESS:  # the pod's user is the server's, which reaches them already
+            return []
         needed = [Path(sys.base_prefix), Path(sys.prefix), self.root]
         if (installs := mpi_installs.root()).is_dir() and not installs.is_relative_to(sys.prefix):
             needed.append(installs)  # $MPIJOB_MPI_DIR elsewhere

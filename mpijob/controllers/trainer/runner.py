@@ -17,12 +17,12 @@ from typing import Any
 from mpijob.api import names
 from mpijob.api.core.quantity import quantity_value
 from mpijob.api.core.resources import PODS
-from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.api.trainer import bound_failures, failures, mpi_impl
 from mpijob.api.trainer.bounds import Bounds
 from mpijob.api.trainer.mpi_output import asks_for_tags, parse_rank_field
 from mpijob.api.trainer.plan import PodPlan, RunPlan, plan_from_dict
 from mpijob.controllers.kubelet import mpi_installs, pods, shim, trainer_status, workload
+from mpijob.controllers.kubelet import network as job_network
 from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
 from mpijob.controllers.kubelet.mpi_env import YIELD_WHEN_IDLE, rank_agent_env
 from mpijob.controllers.kubelet.network import JobNetwork, namespace_name
@@ -71,7 +71,7 @@ class JobRunner(Readiness, Verdicts):
         # the runtime's MPI (api/trainer/mpi_impl.py) and this machine's install of it: first on PATH,
         # its libraries found
         self.impl = mpi_impl.IMPLEMENTATIONS[plan.mpi_implementation]
-        self.network: JobNetwork | None = None  # the job's own network (namespace mode), made by run()
+        self.network: JobNetwork | None = None  # the job's own network (namespace, rootless), made by run()
         # where pods find the API server (the Service address in their own network), and their job's status endpoint
         address = trainer_status.api_address(self.mode, api_server)
         self.env = PodEnv(plan, files, cluster_id, self.impl, local_mca(self.mode, yield_when_idle),
@@ -133,13 +133,11 @@ class JobRunner(Readiness, Verdicts):
                 name = pod.name + ("-sshd" if role is Role.SSHD else "")
                 if adopted := pods.adopt(plan.namespace, name, self.files.pod_dir(pod) / SUPERVISOR_DIR[role]):
                     self.procs[Proc(pod.name, role)] = adopted
-            if self.mode == SandboxMode.NAMESPACE and (
-                    cgroup := PodCgroup.create(self.cluster_id, pod.name, pod.resources)):
+            if self.mode.private and (cgroup := PodCgroup.create(self.cluster_id, pod.name, pod.resources)):
                 self.cgroups[pod.name] = cgroup
-        if self.mode == SandboxMode.NAMESPACE:
-            self.network = JobNetwork(namespace_name(self.cluster_id, plan.uid))
-            if self.api_server:
-                await self.network.serve_api(self.api_server)
+        self.network = job_network.existing(self.mode, namespace_name(self.cluster_id, plan.uid))
+        if self.network and self.api_server:
+            await self.network.serve_api(self.api_server)
         launcher = next(p for p in plan.pods if p.is_launcher)
         self.lost = {k.pod: why for k, p in self.procs.items() if (why := p.lost())}
         if stopping:
@@ -181,7 +179,7 @@ class JobRunner(Readiness, Verdicts):
         """Start a pod; `sshd_only` starts just the sshd of a process-mode launcher host."""
         session_env = self.env.session(pod, user)
         pod_dir = self.files.write_pod(self.plan, pod, self.ips, user, session_env)
-        home = user.home if self.mode == SandboxMode.NAMESPACE else str(pod_dir / "home")
+        home = user.home if self.mode.private else str(pod_dir / "home")
         base_env = {"PATH": pod_path(), **self.env.marker(pod)}
         if sshd_only:
             self.procs[Proc(pod.name, Role.SSHD)] = await pods.spawn(
@@ -189,8 +187,7 @@ class JobRunner(Readiness, Verdicts):
                 self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.SSHD])
             return
         env = self.env.container(pod, user, home)
-        own_cgroup = self.mode == SandboxMode.NAMESPACE
-        cgroup = PodCgroup.create(self.cluster_id, pod.name, pod.resources) if own_cgroup else None
+        cgroup = PodCgroup.create(self.cluster_id, pod.name, pod.resources) if self.mode.private else None
         if cgroup:
             self.cgroups[pod.name] = cgroup
         argv = self.files.argv(self.plan, pod, user, [*pod.command, *pod.args], env, cgroup.procs if cgroup else ())
@@ -198,7 +195,7 @@ class JobRunner(Readiness, Verdicts):
             argv = self.network.enter(argv)
         if cores := self.cores.get(pod.name):  # the whole pod, sshd sessions included, on its own cores
             argv = ["taskset", "-c", ",".join(map(str, cores)), *argv]
-        cwd = None if self.mode == SandboxMode.NAMESPACE else home
+        cwd = None if self.mode.private else home
         mpi = {"keep_tags": self.keep_tags, "hydra": self.impl.hydra} if pod.is_launcher else None
         captured = pod.is_launcher and bool(self.env.rank_agent)
         proc = self.procs[Proc(pod.name)] = await pods.spawn(
@@ -232,10 +229,9 @@ class JobRunner(Readiness, Verdicts):
                 pods.forget(self.files.pod_dir(pod) / SUPERVISOR_DIR[role])
         self.files.write_rank_output(bool(self.env.rank_agent))
         try:
-            if self.mode == SandboxMode.NAMESPACE:
-                self.network = await JobNetwork.create(namespace_name(self.cluster_id, plan.uid))
-                if self.api_server:
-                    await self.network.serve_api(self.api_server)
+            self.network = await job_network.create(self.mode, namespace_name(self.cluster_id, plan.uid))
+            if self.network and self.api_server:
+                await self.network.serve_api(self.api_server)
             await asyncio.gather(*(self._start(p, users[p.name]) for p in nodes))
             self._check_stop()
             # A node whose command is not the managed sshd is probed too when the launcher waits for nodes
@@ -355,7 +351,7 @@ class JobRunner(Readiness, Verdicts):
             for p in live.values():
                 if p.running:
                     p.kill(signal.SIGKILL)
-            if self.mode != SandboxMode.NAMESPACE:  # no PID namespace: what left its pod's group goes by its marker
+            if not self.mode.private:  # no PID namespace: what left its pod's group goes by its marker
                 self._kill_escaped()
             await asyncio.gather(*(p.wait() for p in live.values()))
         ns = self.plan.namespace
@@ -435,7 +431,7 @@ class JobRunner(Readiness, Verdicts):
         """Every pod's workload (its ranks, the launcher's own program: `workload.py`) gets SIGTERM and its
         pod's terminationGracePeriodSeconds to checkpoint and exit, then SIGKILL; the launcher, which then
         passes the ranks' last lines on, a moment to end by itself; then the pods go (docs/checkpointing.md)."""
-        depth = 2 if self.mode == SandboxMode.NAMESPACE else 0  # unshare and the namespace's init shell
+        depth = 2 if self.mode.private else 0  # unshare and the namespace's init shell
         stopping = []
         for pod in self.plan.pods:
             roots = [p.pid for k, p in self.procs.items() if k.pod == pod.name and p.running]

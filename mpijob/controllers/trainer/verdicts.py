@@ -90,7 +90,7 @@ class Verdicts:
                    for pod in self.plan.pods]
         log = self.logs.path(self.plan.namespace, launcher.name, names.CONTAINER)
         tracker = watchdog.Tracker(self.bounds, asyncio.get_running_loop().time())
-        orphans = self.mode != SandboxMode.NAMESPACE  # no PID namespace: ranks may outlive their pod's group
+        orphans = not self.mode.private  # no PID namespace: ranks may outlive their pod's group
         return watchdog.Watchdog(watched, self.impl.rank_variables, log, tracker, orphans=orphans)
 
     def _verdict_facts(self, verdict: watchdog.Verdict) -> failures.Facts:
