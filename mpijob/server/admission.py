@@ -112,6 +112,7 @@ def check_references(store: Store, res: Resource, obj: dict[str, Any], user: rba
     plan = cache(partial(resolve, candidate, runtime))
     check_mpi_install(obj, runtime, sandbox_mode, controllers)
     check_volumes(obj, runtime, plan, sandbox_mode)
+    check_root_sshd(obj, plan, sandbox_mode)
     if causes := patches.runtime_causes(obj, runtime):  # Trainer's webhook, with the runtime in hand
         raise invalid(res.kind, obj["metadata"].get("name", ""), causes, res.group)
     check_security(store, plan(), user, controllers)
@@ -144,6 +145,23 @@ def check_volumes(trainjob: dict[str, Any], runtime: dict[str, Any], plan: Calla
     where, said = ("spec.runtimeRef.name", f'Invalid value: "{ref}": ') if own else (patches.FIELD, "Forbidden: ")
     raise invalid("TrainJob", trainjob["metadata"].get("name", ""), [Cause(where, said + volumes.PROCESS_SANDBOX)],
                   names.TRAINER_GROUP)
+
+
+def check_root_sshd(trainjob: dict[str, Any], plan: Callable[[], RunPlan], sandbox_mode: SandboxMode | None) -> None:
+    """Refuse (422), in the rootless sandbox, a TrainJob whose sshd would run as root (`runAsUser: 0`): root's
+    sshd drops to a user of its own and sets groups, which a user namespace that maps one uid cannot, so its
+    nodes would never accept the job's key (docs/sandbox.md)."""
+    if sandbox_mode != SandboxMode.ROOTLESS:
+        return
+    impl = mpi_impl.IMPLEMENTATIONS[plan().mpi_implementation]
+    for pod in plan().pods:
+        if pod.run_as_user == 0 and (pod.runs_sshd or (pod.is_launcher and pod.in_hostfile and impl.ssh_to_itself)):
+            ref = trainjob.get("spec", {}).get("runtimeRef", {}).get("name", "")
+            why = (f"its {pod.rjob} pods run sshd as root (runAsUser 0), which the rootless sandbox of a server run "
+                   "without root cannot (root's sshd needs users and groups a one-uid user namespace lacks); "
+                   "use a runtime without runAsUser 0 (its pods' own user runs sshd), or run the server as root")
+            raise invalid("TrainJob", trainjob["metadata"].get("name", ""),
+                          [Cause("spec.runtimeRef.name", f'Invalid value: "{ref}": {why}')], names.TRAINER_GROUP)
 
 
 def _candidate(trainjob: dict[str, Any]) -> dict[str, Any]:

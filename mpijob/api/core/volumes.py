@@ -35,9 +35,9 @@ STORAGE = "storage"
 FILESYSTEM = "Filesystem"  # a claim's default volumeMode, the only one the local cluster provides
 
 
-PROCESS_SANDBOX = ("volumes are mounted only by the namespace sandbox (a server running as root): this server's "
-                   "process sandbox cannot give a pod a mount of its own; run the server as root, or remove the "
-                   "volumes (docs/volumes.md)")
+PROCESS_SANDBOX = ("volumes are mounted only by the namespace and rootless sandboxes: this server's process sandbox "
+                   "cannot give a pod a mount of its own (`mpijob server status` says why it runs that one); enable "
+                   "user namespaces or run the server as root, or remove the volumes (docs/volumes.md)")
 
 
 class VolumeError(ValueError):
@@ -85,6 +85,11 @@ def mounts(pod_spec: Obj) -> list[Mount]:
         read_only = bool(m.get("readOnly")) or kind in FILE_SOURCES or (kind == PVC and bool(source.get("readOnly")))
         out.append(Mount(volume["name"], kind, source, m.get("mountPath", ""), m.get("subPath") or "", read_only))
     return out
+
+
+def mount_paths(pod_spec: Obj) -> list[str]:
+    """Where the pod's container mounts its volumes."""
+    return [m["mountPath"] for m in container(pod_spec)[1].get("volumeMounts") or [] if m.get("mountPath")]
 
 
 def has_volumes(pod_spec: Obj) -> bool:

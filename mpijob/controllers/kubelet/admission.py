@@ -5,6 +5,8 @@ of job, so TrainJobs and MPIJobs share the machine."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from mpijob.api import Obj, names
 from mpijob.api.core import tokens, volumes
 from mpijob.api.core.quantity import parse_quantity
@@ -15,7 +17,7 @@ from mpijob.controllers import events
 from mpijob.controllers.kubelet import volumes as kubelet_volumes
 from mpijob.controllers.kubelet.addresses import AddressPool, CorePool, DevicePool, crowding
 from mpijob.controllers.kubelet.mpi_env import YIELD_WHEN_IDLE
-from mpijob.controllers.kubelet.sandbox import SSH_PORT, JobFiles, ServiceAccountFiles, job_user
+from mpijob.controllers.kubelet.sandbox import SSH_PORT, JobFiles, ServiceAccountFiles, job_user, on_machine
 from mpijob.store.home import Home
 from mpijob.store.objects import Store
 
@@ -45,9 +47,12 @@ class PodAdmission:
         if asking and not self.mode.private:
             return volumes.PROCESS_SANDBOX
         for pod in asking:
+            user = on_machine(job_user(plan, pod, self.mode), self.mode)
+            if self.mode == SandboxMode.ROOTLESS:  # the volumes are the server's user's: no group to give
+                pod = dataclasses.replace(pod, fs_group=None)
             try:
                 files.volume_mounts[pod.name] = kubelet_volumes.setup(
-                    self.store, self.home, files, pod, stored[pod.name], job_user(plan, pod, self.mode))
+                    self.store, self.home, files, pod, stored[pod.name], user)
             except kubelet_volumes.MountFailed as e:
                 events.record(self.store, stored[pod.name], names.REASON_FAILED_MOUNT, str(e), warning=True,
                               component=kubelet_volumes.COMPONENT)

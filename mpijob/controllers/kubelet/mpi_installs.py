@@ -49,10 +49,10 @@ def env(impl: Implementation) -> dict[str, str]:
 
 def sandbox_refusal(impl: Implementation, *, process_sandbox: bool) -> str:
     """Why the implementation cannot run in the process sandbox, where the loopback is every pod's only
-    network, in a sentence naming the annotation and the fix; "" when it can, or in the namespace sandbox."""
+    network, in a sentence naming the annotation and the fix; "" when it can, or in a sandbox with job networks."""
     if impl.runs_on_loopback or not process_sandbox:
         return ""
     return (f"{names.ANNOTATION_MPI_IMPLEMENTATION}: {impl.name} cannot run in the process sandbox this server "
-            f"uses (it runs unprivileged, or MPIJOB_SANDBOX=process): its runtime will not connect its daemons "
-            f"over the loopback, the only network a pod has there; set the annotation to OpenMPI, MPICH or Intel, "
-            f"or run the server as root so it uses the namespace sandbox (docs/sandbox.md)")
+            f"uses (user namespaces are off, or MPIJOB_SANDBOX=process: `mpijob server status` says which): its "
+            f"runtime will not connect its daemons over the loopback, the only network a pod has there; set the "
+            f"annotation to OpenMPI, MPICH or Intel, or enable user namespaces (docs/sandbox.md)")

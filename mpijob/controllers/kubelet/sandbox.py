@@ -42,11 +42,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpijob.api import names, sandbox_mode
-from mpijob.api.core import tokens
+from mpijob.api.core import tokens, volumes
 from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.api.trainer import mpi_impl
 from mpijob.api.trainer.plan import PodPlan, RunPlan
-from mpijob.controllers.kubelet import cgroups, mpi_installs, rank_agent
+from mpijob.controllers.kubelet import cgroups, mpi_installs, rank_agent, rootless
 from mpijob.controllers.kubelet.mpi_env import POD_TMP
 
 SSH_PORT = 2222
@@ -87,15 +87,6 @@ def kubernetes_env(host: str, port: int) -> dict[str, str]:
             f"{prefix}_PROTO": "tcp", f"{prefix}_PORT": str(port), f"{prefix}_ADDR": host}
 
 
-# What a rootless pod needs of the kernel, tried at start: a user namespace owning the others, and inside it
-# a user namespace of the pod's own (util-linux 2.38's --map-user)
-ROOTLESS_PROBE = ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--uts", "--net", "--fork",
-                  "unshare", "--user", "--map-user=1", "--map-group=1", "true"]
-# Where a kernel or distribution turns unprivileged user namespaces off, and the value that turns them on
-USERNS_SWITCHES = (("/proc/sys/kernel/unprivileged_userns_clone", "1"), ("/proc/sys/user/max_user_namespaces", None),
-                   ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "0"))
-
-
 @dataclass(frozen=True)
 class Detected:
     mode: SandboxMode
@@ -115,27 +106,9 @@ def detect_mode() -> Detected:
         if probe.returncode == 0:
             return Detected(SandboxMode.NAMESPACE)
         return Detected(SandboxMode.PROCESS, f"root, but unshare failed: {probe.stderr.strip()}")
-    probe = subprocess.run(ROOTLESS_PROBE, capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
-        return Detected(SandboxMode.PROCESS, _userns_off(probe.stderr.strip()))
-    if not os.access("/dev/net/tun", os.R_OK | os.W_OK):  # a job network's eth0 is a tun device
-        return Detected(SandboxMode.PROCESS, "/dev/net/tun is not readable and writable by this user, so a job "
-                                             "network has no eth0 (Debian makes it 0666: chmod 0666 /dev/net/tun)")
+    if why := rootless.why_not():
+        return Detected(SandboxMode.PROCESS, why)
     return Detected(SandboxMode.ROOTLESS)
-
-
-def _userns_off(said: str) -> str:
-    """Why unprivileged user namespaces fail here, naming the setting that would allow them."""
-    for path, on in USERNS_SWITCHES:
-        try:
-            value = Path(path).read_text().strip()
-        except OSError:
-            continue
-        if (on is None and value == "0") or (on is not None and value != on):
-            setting = path.removeprefix("/proc/sys/").replace("/", ".")
-            return (f"unprivileged user namespaces are off ({setting} = {value}); as root, "
-                    f"`sysctl -w {setting}={on or 15000}` enables them (and a file in /etc/sysctl.d/ keeps it)")
-    return f"unprivileged user namespaces do not work here: {said or 'unshare failed'}"
 
 
 def guarantees(mode: SandboxMode) -> dict[str, bool]:
@@ -194,6 +167,14 @@ def job_user(plan: RunPlan, pod: PodPlan, mode: SandboxMode) -> User:
     grouped = pod.fs_group is not None and pod.fs_group != gid and mode != SandboxMode.ROOTLESS
     groups = (pod.fs_group,) if grouped else ()
     return User(uid, gid, Path(home).name, home, groups)
+
+
+def on_machine(user: User, mode: SandboxMode) -> User:
+    """The pod's user as this machine's files see it: itself, but the server's own user, without groups,
+    for a rootless pod (whose user namespace maps its uid there)."""
+    if mode != SandboxMode.ROOTLESS:
+        return user
+    return User(os.geteuid(), os.getegid(), user.name, user.home)
 
 
 class JobFiles:
@@ -423,21 +404,29 @@ class JobFiles:
         # otherwise turn into a bare 1 for a child killed by a signal.
         script = ["set -e"]
         script += [f"echo 0 > {shlex.quote(str(procs))}" for procs in cgroup_procs]
+        if self.mode == SandboxMode.ROOTLESS:  # a root of its own, where its mount points can be made
+            script += rootless.own_root()
+            script += rootless.overlays([*(dst for _, _, dst in mounts), *volumes.mount_paths(pod.pod_spec),
+                                         *([pod.working_dir] if pod.working_dir else [])])
         script += [  # the pod's own /run and /dev/shm, as a container has: nothing of the host's is relied on
             "mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run",
             f"mkdir -m 0755 {PRIVSEP_DIR}",
             "mkdir -p /dev/shm && mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm",
+        ]
+        if self.mode != SandboxMode.ROOTLESS:  # (made with its root there)
             # the pod's own PID namespace's /proc, as a container has: a process that asks /proc about
             # itself by its PID (hwloc, which Intel MPI's Hydra uses) finds itself, not a host process
-            "mount -t proc -o nosuid,nodev,noexec proc /proc",
-        ]
+            script.append("mount -t proc -o nosuid,nodev,noexec proc /proc")
         if resolver := _resolver_under_run():
             real = shlex.quote(str(resolver))
             script.append(f"mkdir -p {shlex.quote(str(resolver.parent))} && : > {real} && "
                           f"mount --bind {shlex.quote(str(d / 'resolv.conf'))} {real}")
         for _, src, dst in mounts:
             script.append(f"mkdir -p {shlex.quote(dst)} 2>/dev/null || true")
-            read_only = ("/etc/mpi", names.SERVICE_ACCOUNT_MOUNT_PATH, names.TRAINER_STATUS_MOUNT_PATH)
+            read_only = ("/etc/mpi", names.SERVICE_ACCOUNT_MOUNT_PATH, names.TRAINER_STATUS_MOUNT_PATH,
+                         # rootless, the pod's user owns its files (the server's user does): not to be changed
+                         *(("/etc/hosts", "/etc/passwd", "/etc/group", "/etc/ssh/ssh_config")
+                           if self.mode == SandboxMode.ROOTLESS else ()))
             flag = "--bind -o ro" if dst in read_only else "--bind"
             script.append(f"mount {flag} {shlex.quote(str(src))} {shlex.quote(dst)}")
         script += self.volume_mounts.get(pod.name, [])  # the pod's volumes, at their mountPaths (volumes.py)

@@ -240,7 +240,9 @@ def _script(tmpfs: list[Tmpfs], binds: list[Bind], user: User, fs_group: int | N
         if b.is_file:
             lines.append(f"mkdir -p {q(os.path.dirname(b.target))} && {{ [ -e {dst} ] || : > {dst}; }}")
         else:
-            if any(str(b.source).startswith(str(t.path) + "/") for t in tmpfs):  # a subPath of a tmpfs
+            # a subPath of a tmpfs, made by the pod's setup as root: given to the pod's user, unless that is
+            # the server's own (rootless: root there is the server's user already)
+            if any(str(b.source).startswith(str(t.path) + "/") for t in tmpfs) and user.uid != os.geteuid():
                 group = fs_group if fs_group is not None else user.gid
                 lines.append(f"mkdir -p {src} && chown {user.uid}:{group} {src}")
             lines.append(f"mkdir -p {dst}")
