@@ -1,77 +1,31 @@
-"""The unprivileged fallback: a server run by a non-root user picks the `process` sandbox on its own,
+"""The fallback where user namespaces are off: a server run by a non-root user in the `process` sandbox
 says so in `server status`, and still runs a real multi-node MPI job end to end."""
 
 from __future__ import annotations
 
 import json
 import os
-import pwd
 import re
-import shutil
 import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from mpijob.store import server_process
+from mpijob.api import sandbox_mode
 from mpijob.store.home import Home
 
+from support import unprivileged as support_unprivileged
+from support.unprivileged import MPIJOB, USER
+
 REPO = Path(__file__).resolve().parents[2]
-MPIJOB = str(Path(sys.executable).parent / "mpijob")
-USER, UID = "mpijob-ci", 23456
-
-
-def _ensure_user() -> None:
-    try:
-        pwd.getpwnam(USER)
-    except KeyError:
-        subprocess.run(["useradd", "-M", "-s", "/bin/bash", "-u", str(UID), USER], check=True)
-
-
-def _unprivileged(argv: list[str], env: dict[str, str]) -> list[str]:
-    """Run `argv` as USER. This interpreter may live under a 0700 /root (pyenv): in a private mount
-    namespace of the test only, /root becomes a tmpfs with just the interpreter bound back."""
-    prefix = Path(sys.base_prefix)
-    reach = ""
-    if prefix.is_relative_to("/root"):
-        reach = (f"mkdir -p /run/mpijob-test-stage && mount --bind /root /run/mpijob-test-stage && "
-                 f"mount -t tmpfs -o mode=0755 tmpfs /root && mkdir -p {prefix} && "
-                 f"mount --bind /run/mpijob-test-stage/{prefix.relative_to('/root')} {prefix} && ")
-    envs = " ".join(f"{k}={v}" for k, v in env.items())
-    script = f"{reach}exec setpriv --reuid={UID} --regid={UID} --clear-groups env -i {envs} " + " ".join(argv)
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
 
 
 @pytest.fixture
-def unprivileged_server(tmp_path: Path) -> Iterator[Home]:
-    if os.geteuid() != 0:  # already unprivileged: the plain server is the fallback under test
-        home = Home(tmp_path / "home").ensure()
-        server_process.start(home, timeout=60)
+def unprivileged_server() -> Iterator[Home]:
+    """A non-root server told to use the process sandbox, as where user namespaces are off."""
+    with support_unprivileged.unprivileged_server("mpijob-fallback-", {sandbox_mode.ENV: "process"}) as home:
         yield home
-        server_process.stop(home)
-        return
-    _ensure_user()
-    root = Path(tempfile.mkdtemp(prefix="mpijob-fallback-"))  # pytest's tmp dirs are 0700 root
-    os.chown(root, UID, UID)
-    home = Home(root / "home")
-    env = {"HOME": str(root), "PATH": "/usr/bin:/bin", "MPIJOB_HOME": str(home.root)}
-    proc = subprocess.Popen(_unprivileged([MPIJOB, "server", "run"], env), cwd=root,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while server_process.status(home) is None:
-            assert proc.poll() is None, f"server exited early: {home.server_log}"
-            assert time.monotonic() < deadline, "server did not become ready"
-            time.sleep(0.1)
-        yield home
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _hung(env: dict[str, str], home: Home) -> str:
@@ -90,7 +44,9 @@ def test_unprivileged_server_uses_process_mode_and_runs_a_job(unprivileged_serve
 
     status = subprocess.run([MPIJOB, "server", "status", "-o", "json"], env=env, capture_output=True, text=True)
     assert status.returncode == 0, status.stderr
-    assert json.loads(status.stdout)["sandbox_mode"] == "process"
+    said = json.loads(status.stdout)
+    assert said["sandbox_mode"] == "process" and sandbox_mode.ENV in said["why"], said
+    assert not any(said["guarantees"].values()), said  # none of the namespace sandboxes' holds here
 
     job = yaml.safe_load((REPO / "examples" / "hello.yaml").read_text())
     job["metadata"]["name"] = "fallback"
