@@ -22,10 +22,10 @@ from pathlib import Path
 # a user namespace of the pod's own (util-linux 2.38's --map-user)
 PROBE = ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--uts", "--net", "--fork",
          "unshare", "--user", "--map-user=1", "--map-group=1", "true"]
-# Where a kernel or distribution turns unprivileged user namespaces off, and the value that turns them on
-# (None: any but 0)
-SWITCHES = (("/proc/sys/kernel/unprivileged_userns_clone", "1"), ("/proc/sys/user/max_user_namespaces", None),
-            ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "0"))
+# The sysctls with which a kernel or distribution turns unprivileged user namespaces off, and the value that
+# turns them on (None: any but 0)
+SWITCHES = (("kernel.unprivileged_userns_clone", "1"), ("user.max_user_namespaces", None),
+            ("kernel.apparmor_restrict_unprivileged_userns", "0"))
 NEW_ROOT = "/run/mpijob-root"  # where the pod's root is built, in a /run that its own /run later hides
 OVERLAYS = "/run/mpijob-overlay"  # below the new root: each overlay's upper and work directories
 
@@ -41,14 +41,13 @@ def why_not() -> str:
     return ""
 
 
-def _userns_off(said: str, switches: Iterable[tuple[str, str | None]] = SWITCHES) -> str:
-    for path, on in switches:
+def _userns_off(said: str, proc: Path = Path("/proc/sys")) -> str:
+    for setting, on in SWITCHES:
         try:
-            value = Path(path).read_text().strip()
+            value = (proc / setting.replace(".", "/")).read_text().strip()
         except OSError:
             continue
         if (on is None and value == "0") or (on is not None and value != on):
-            setting = path.removeprefix("/proc/sys/").replace("/", ".")
             return (f"unprivileged user namespaces are off ({setting} = {value}); as root, "
                     f"`sysctl -w {setting}={on or 15000}` enables them (a file in /etc/sysctl.d/ keeps it)")
     return f"unprivileged user namespaces do not work here: {said or 'unshare failed'}"

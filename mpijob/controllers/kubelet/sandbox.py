@@ -165,7 +165,7 @@ def job_user(plan: RunPlan, pod: PodPlan, mode: SandboxMode) -> User:
     mount = plan.ssh_auth_mount_path.rstrip("/")
     home = str(Path(mount).parent) if mount.startswith("/home/") and mount.endswith("/.ssh") else "/home/mpiuser"
     grouped = pod.fs_group is not None and pod.fs_group != gid and mode != SandboxMode.ROOTLESS
-    groups = (pod.fs_group,) if grouped else ()
+    groups = (pod.fs_group,) if grouped and pod.fs_group is not None else ()
     return User(uid, gid, Path(home).name, home, groups)
 
 
