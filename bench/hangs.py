@@ -50,7 +50,8 @@ RUNTIMES = f"{TRAINER}/namespaces/{NAMESPACE}/trainingruntimes"
 NODES = 3
 POLL_S = 0.2
 PROCESS_MODE_IMPLS = (names.OPEN_MPI, names.MPI_MPICH, names.MPI_INTEL)  # the process sandbox refuses Open MPI 5
-UNPRIVILEGED = "unprivileged"  # a mode: the process sandbox of a server run by an ordinary user, as without root
+UNPRIVILEGED = "unprivileged"  # a mode: the process sandbox of a server run by an ordinary user (user namespaces off)
+ROOTLESS = "rootless"  # the sandbox such a server picks where user namespaces work
 BENCH_USER, BENCH_UID = "mpijob-bench", 23457
 
 Obj = dict[str, Any]
@@ -101,10 +102,11 @@ def cpu_hogs(count: int) -> Iterator[None]:
 
 
 @contextmanager
-def unprivileged_cluster() -> Iterator[server_process.ServerInfo]:
-    """A server run by an ordinary user (made if missing), as someone without root runs it: the process
-    sandbox, every pod that user's. An interpreter under a 0700 /root (pyenv) is bound back into a tmpfs
-    /root in a mount namespace of the server's own."""
+def unprivileged_cluster(sandbox: str) -> Iterator[server_process.ServerInfo]:
+    """A server run by an ordinary user (made if missing), as someone without root runs it, in `sandbox`
+    (rootless, or the process sandbox as where user namespaces are off), every pod that user's. An
+    interpreter under a 0700 /root (pyenv) is bound back into a tmpfs /root in a mount namespace of the
+    server's own."""
     try:
         pwd.getpwnam(BENCH_USER)
     except KeyError:
@@ -119,7 +121,7 @@ def unprivileged_cluster() -> Iterator[server_process.ServerInfo]:
                  f"mount --bind /run/mpijob-bench-stage/{prefix.relative_to('/root')} {prefix} && ")
     mpijob = Path(sys.executable).parent / "mpijob"
     script = (f"{reach}exec setpriv --reuid={BENCH_UID} --regid={BENCH_UID} --clear-groups env -i HOME={root} "
-              f"PATH=/usr/bin:/bin MPIJOB_HOME={home.root} {mpijob} server run")
+              f"PATH=/usr/bin:/bin MPIJOB_HOME={home.root} MPIJOB_SANDBOX={sandbox} {mpijob} server run")
     proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script], cwd=root,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -137,8 +139,8 @@ def unprivileged_cluster() -> Iterator[server_process.ServerInfo]:
 
 @contextmanager
 def cluster(mode: str) -> Iterator[server_process.ServerInfo]:
-    if mode == UNPRIVILEGED:
-        with unprivileged_cluster() as info:
+    if mode in (UNPRIVILEGED, ROOTLESS):
+        with unprivileged_cluster("process" if mode == UNPRIVILEGED else ROOTLESS) as info:
             yield info
         return
     with temp_cluster(f"mpijob-bench-hangs-{mode}-", env={"MPIJOB_SANDBOX": mode}) as (_, info):
@@ -221,8 +223,9 @@ def run_jobs(http: httpx.Client, impl: str, jobs: int, at_once: int, bound: floa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=300, help="jobs per mode and implementation")
-    parser.add_argument("--modes", default=f"namespace,process,{UNPRIVILEGED}",
-                        help=f"sandbox modes; {UNPRIVILEGED}: the process sandbox of a server run by an ordinary user")
+    parser.add_argument("--modes", default=f"namespace,process,{ROOTLESS},{UNPRIVILEGED}",
+                        help=f"sandbox modes; {ROOTLESS} and {UNPRIVILEGED}: a server run by an ordinary user, in "
+                             "the rootless or the process sandbox")
     parser.add_argument("--impls", default=",".join(names.MPI_IMPLEMENTATIONS))
     parser.add_argument("--hogs", type=int, default=os.cpu_count() or 2, help="busy processes loading the CPUs")
     parser.add_argument("--at-once", type=int, default=4, help="jobs running at the same time")
@@ -238,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             for mode in args.modes.split(","):
                 with cluster(mode) as info, ready_client(info.kubeconfig) as http:
                     for impl in args.impls.split(","):
-                        if mode != "namespace" and impl not in PROCESS_MODE_IMPLS:
+                        if mode in ("process", UNPRIVILEGED) and impl not in PROCESS_MODE_IMPLS:
                             continue
                         case = run_jobs(http, impl, args.jobs, args.at_once, args.bound, env)
                         report["cases"][f"{mode}/{impl}"] = case

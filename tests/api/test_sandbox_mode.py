@@ -61,3 +61,13 @@ def test_what_holds_in_each_mode() -> None:
     assert not any(held[SandboxMode.PROCESS].values())
     assert held[SandboxMode.NAMESPACE]["tenant_uids"] and not held[SandboxMode.ROOTLESS]["tenant_uids"]
     assert held[SandboxMode.ROOTLESS]["host_names"] and held[SandboxMode.ROOTLESS]["volumes"]
+
+
+def test_the_docs_table_is_the_list_of_guarantees() -> None:
+    """docs/sandbox.md's "Three modes" table says what `GUARANTEES` says, row by row."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "sandbox.md").read_text()
+    for what, modes in sandbox_mode.GUARANTEES.values():
+        row = next((line for line in text.splitlines() if line.startswith(f"| {what} |")), None)
+        assert row is not None, f"docs/sandbox.md has no row for {what!r}"
+        cells = [c.strip() for c in row.strip("|").split("|")][1:]
+        assert [c != "no" for c in cells] == [m in modes for m in SandboxMode], row

@@ -146,16 +146,19 @@ def test_volumes_mount_at_paths_the_user_could_not_make(env: dict[str, str], hom
     claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "rl-data"},
              "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}}}
     mpijob(env, "create", "-f", "-", stdin=yaml.safe_dump(claim))
+    shared = home.root.parent / "shared"  # a directory of the server's user's, made by the kubelet
     volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "rl-data"}},
-               {"name": "scratch", "emptyDir": {}}]
+               {"name": "scratch", "emptyDir": {}},
+               {"name": "shared", "hostPath": {"path": str(shared), "type": "DirectoryOrCreate"}}]
     # /rl-data at the top of the machine's root, /etc/rl-scratch under a directory root owns
-    mounts = [{"name": "data", "mountPath": "/rl-data"}, {"name": "scratch", "mountPath": "/etc/rl-scratch"}]
+    mounts = [{"name": "data", "mountPath": "/rl-data"}, {"name": "scratch", "mountPath": "/etc/rl-scratch"},
+              {"name": "shared", "mountPath": "/shared"}]
     patch = {"manager": "example.com/test", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
         {"name": rjob, "template": {"spec": {"template": {"spec": {
             "volumes": volumes, "containers": [{"name": "node", "volumeMounts": mounts}]}}}}}
         for rjob in ("node", "launcher")]}}}}
     write = ("echo $OMPI_COMM_WORLD_RANK > /rl-data/rank-$OMPI_COMM_WORLD_RANK && touch /etc/rl-scratch/x"
-             " && echo rank-wrote-$OMPI_COMM_WORLD_RANK")
+             " && touch /shared/from-$(hostname) && echo rank-wrote-$OMPI_COMM_WORLD_RANK")
     job = trainjob("rl-vol", ["mpirun", "bash", "-c", write], num_nodes=2)
     job["spec"]["runtimePatches"] = [patch]
     out = run_job(env, job)
@@ -163,6 +166,8 @@ def test_volumes_mount_at_paths_the_user_could_not_make(env: dict[str, str], hom
     (directory,) = (home.root / "volumes").iterdir()
     written = {p.name: p for p in directory.iterdir()}
     assert sorted(written) == ["rank-0", "rank-1"] and all(p.stat().st_uid == UID for p in written.values())
+    hosted = sorted(p.name for p in shared.iterdir() if p.stat().st_uid == UID)
+    assert hosted == ["from-rl-vol-launcher-0-0", "from-rl-vol-node-0-0"], hosted
     assert not Path("/rl-data").exists() and not Path("/etc/rl-scratch").exists()  # the pods' own, not the machine's
 
 
@@ -174,13 +179,16 @@ def runtime_like(env: dict[str, str], name: str, change: Any) -> None:
     mpijob(env, "create", "-f", "-", stdin=json.dumps(runtime))
 
 
-def test_open_mpi_5_runs_rootless(env: dict[str, str]) -> None:
-    runtime_like(env, "rl-ompi5", lambda r: r["metadata"].update(annotations={names.ANNOTATION_MPI_IMPLEMENTATION: "OpenMPI5"}))
-    job = trainjob("rl-ompi5", ["mpirun", "bash", "-c", 'echo "ompi5 rank=$OMPI_COMM_WORLD_RANK host=$(hostname)"'],
-                   runtime="rl-ompi5")
-    out = run_job(env, job)
-    assert sorted(re.findall(r"ompi5 rank=(\d) host=(\S+)", out)) == [
-        ("0", "rl-ompi5-node-0-0"), ("1", "rl-ompi5-launcher-0-0")], out
+@pytest.mark.parametrize("impl", [names.MPI_OPEN_MPI_5, names.MPI_MPICH, names.MPI_INTEL])
+def test_every_mpi_implementation_runs_rootless(env: dict[str, str], impl: str) -> None:
+    """Open MPI 5 needs the job network's eth0; Intel MPI's launcher reaches itself through its own sshd."""
+    name = f"rl-{impl.lower()}"
+    runtime_like(env, name, lambda r: r["metadata"].update(annotations={names.ANNOTATION_MPI_IMPLEMENTATION: impl}))
+    rank = "$OMPI_COMM_WORLD_RANK" if impl == names.MPI_OPEN_MPI_5 else "$PMI_RANK"
+    out = run_job(env, trainjob(name, ["mpirun", "bash", "-c", f'echo "impl rank={rank} host=$(hostname)"'],
+                                runtime=name))
+    assert sorted(re.findall(r"impl rank=(\d) host=(\S+)", out)) == [
+        ("0", f"{name}-node-0-0"), ("1", f"{name}-launcher-0-0")], out
 
 
 def test_an_sshd_as_root_is_refused_with_the_fix(env: dict[str, str]) -> None:
