@@ -338,5 +338,5 @@ def test_a_process_sandbox_refuses_a_job_with_volumes(new_server: Callable[..., 
         assert r.status_code == 422, r.text
         (cause,) = r.json()["details"]["causes"]  # named where the volumes come from: the job's runtime patch
         assert cause["field"] == "spec.runtimePatches", cause
-        assert "volumes are mounted only by the namespace sandbox" in cause["message"], cause
+        assert "volumes are mounted only by the namespace and rootless sandboxes" in cause["message"], cause
         assert c.get(f"{TRAINER}/namespaces/default/trainjobs/vol").status_code == 404

@@ -121,7 +121,7 @@ class JobNetwork:
         if self._relay is not None:
             self._relay.close()
             self._relay = None
-        await asyncio.to_thread(self._remove)
+        self._remove()  # at once, no await: a next run of the job (requeued, resumed) makes one of this name
 
     def _remove(self) -> None:
         raise NotImplementedError

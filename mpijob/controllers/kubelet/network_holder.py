@@ -41,7 +41,8 @@ def _serve(listener: socket.socket) -> None:
             if uid != os.geteuid():  # another user of the machine (seen as the overflow uid here)
                 continue
             request = conn.recv(1)
-            if request == b"q":
+            if request == b"q":  # the name is free once the caller hears back: a next run may take it
+                listener.close()
                 return
             if request == b"s":
                 with socket.socket() as sock:
