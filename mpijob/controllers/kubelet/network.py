@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import functools
 import os
 import socket
 import struct
@@ -48,6 +49,9 @@ from typing import TypeVar
 from pyroute2 import IPRoute, netns
 
 from mpijob.api.sandbox_mode import SandboxMode
+from mpijob.controllers.kubelet import network_holder
+from mpijob.controllers.kubelet.network_holder import PID, QUIT, SOCKET
+from mpijob.controllers.kubelet.network_holder import PREFIX as HOLDER_PREFIX
 
 T = TypeVar("T")
 
@@ -60,10 +64,7 @@ INTERFACE = "eth0"
 _CLONE_NEWNET = 0x40000000
 _RT_TABLE_LOCAL = 255
 _libc = ctypes.CDLL(None, use_errno=True)
-# The holder's Unix socket (rootless): abstract, so no path length or leftover file; its requests are one byte
-HOLDER_PREFIX = "mpijob-net:"
-SOCKET, QUIT = b"s", b"q"
-HOLDER_READY = 20.0  # seconds for a holder to make and configure its namespaces
+HOLDER_READY = 20.0  # seconds for a holder to make and configure its namespaces, or to answer
 
 
 def namespace_name(cluster_id: str, job_uid: str) -> str:
@@ -182,15 +183,17 @@ class HeldNetwork(JobNetwork):
             raise OSError(f"the network holder of job network {self.name} gave no socket")
         return socket.socket(fileno=fds[0])
 
+    @functools.cached_property
     def pid(self) -> int:
-        pid, fds = self._ask(b"p")
+        """The holder's, whose namespaces a pod joins: it lives as long as the network."""
+        pid, fds = self._ask(PID)
         for fd in fds:
             os.close(fd)
         return pid
 
     def enter(self, argv: list[str]) -> list[str]:
         """As the user namespace's root (our own uid, mapped to 0 there), with all its capabilities."""
-        return ["nsenter", f"--target={self.pid()}", "--user", "--net", "--preserve-credentials", "--", *argv]
+        return ["nsenter", f"--target={self.pid}", "--user", "--net", "--preserve-credentials", "--", *argv]
 
     def _remove(self) -> None:
         with contextlib.suppress(OSError):
@@ -205,8 +208,6 @@ def _peer(conn: socket.socket) -> tuple[int, int, int]:
 def _start_holder(name: str) -> None:
     """Start a holder for job network `name` and wait until it holds a configured network; it detaches
     (its first process exits once the holder runs, so nothing is left to reap)."""
-    from mpijob.controllers.kubelet import network_holder
-
     try:
         done = subprocess.run([sys.executable, "-I", "-m", network_holder.__name__, HOLDER_PREFIX + name],
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=HOLDER_READY,

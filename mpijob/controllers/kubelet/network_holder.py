@@ -18,7 +18,9 @@ import socket
 import struct
 import sys
 
-READY = "ready"
+READY = "ready"  # what it prints once it holds a configured network
+PREFIX = "mpijob-net:"  # of its abstract socket's name: the job network's name follows
+SOCKET, PID, QUIT = b"s", b"p", b"q"  # the requests, one byte each
 _CLONE_NEWUSER, _CLONE_NEWNET = 0x10000000, 0x40000000
 
 
@@ -41,14 +43,14 @@ def _serve(listener: socket.socket) -> None:
             if uid != os.geteuid():  # another user of the machine (seen as the overflow uid here)
                 continue
             request = conn.recv(1)
-            if request == b"q":  # the name is free once the caller hears back: a next run may take it
+            if request == QUIT:  # the name is free once the caller hears back: a next run may take it
                 listener.close()
                 return
-            if request == b"s":
+            if request == SOCKET:
                 with socket.socket() as sock:
-                    socket.send_fds(conn, [b"s"], [sock.fileno()])
+                    socket.send_fds(conn, [SOCKET], [sock.fileno()])
             else:
-                conn.sendall(b"p")
+                conn.sendall(PID)
 
 
 def main(address: str) -> int:

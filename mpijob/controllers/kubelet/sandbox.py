@@ -164,8 +164,8 @@ def job_user(plan: RunPlan, pod: PodPlan, mode: SandboxMode) -> User:
         return User(0, gid, "root", "/root")
     mount = plan.ssh_auth_mount_path.rstrip("/")
     home = str(Path(mount).parent) if mount.startswith("/home/") and mount.endswith("/.ssh") else "/home/mpiuser"
-    grouped = pod.fs_group is not None and pod.fs_group != gid and mode != SandboxMode.ROOTLESS
-    groups = (pod.fs_group,) if grouped and pod.fs_group is not None else ()
+    fs_group = pod.fs_group if mode != SandboxMode.ROOTLESS else None  # rootless: no group to give
+    groups = (fs_group,) if fs_group is not None and fs_group != gid else ()
     return User(uid, gid, Path(home).name, home, groups)
 
 
@@ -413,7 +413,7 @@ class JobFiles:
             f"mkdir -m 0755 {PRIVSEP_DIR}",
             "mkdir -p /dev/shm && mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm",
         ]
-        if self.mode != SandboxMode.ROOTLESS:  # (made with its root there)
+        if self.mode != SandboxMode.ROOTLESS:  # (rootless: mounted with its own root, `rootless.own_root`)
             # the pod's own PID namespace's /proc, as a container has: a process that asks /proc about
             # itself by its PID (hwloc, which Intel MPI's Hydra uses) finds itself, not a host process
             script.append("mount -t proc -o nosuid,nodev,noexec proc /proc")
@@ -421,12 +421,12 @@ class JobFiles:
             real = shlex.quote(str(resolver))
             script.append(f"mkdir -p {shlex.quote(str(resolver.parent))} && : > {real} && "
                           f"mount --bind {shlex.quote(str(d / 'resolv.conf'))} {real}")
+        read_only = ("/etc/mpi", names.SERVICE_ACCOUNT_MOUNT_PATH, names.TRAINER_STATUS_MOUNT_PATH,
+                     # rootless, the pod's user owns its files (the server's user does): not to be changed
+                     *(("/etc/hosts", "/etc/passwd", "/etc/group", "/etc/ssh/ssh_config")
+                       if self.mode == SandboxMode.ROOTLESS else ()))
         for _, src, dst in mounts:
             script.append(f"mkdir -p {shlex.quote(dst)} 2>/dev/null || true")
-            read_only = ("/etc/mpi", names.SERVICE_ACCOUNT_MOUNT_PATH, names.TRAINER_STATUS_MOUNT_PATH,
-                         # rootless, the pod's user owns its files (the server's user does): not to be changed
-                         *(("/etc/hosts", "/etc/passwd", "/etc/group", "/etc/ssh/ssh_config")
-                           if self.mode == SandboxMode.ROOTLESS else ()))
             flag = "--bind -o ro" if dst in read_only else "--bind"
             script.append(f"mount {flag} {shlex.quote(str(src))} {shlex.quote(dst)}")
         script += self.volume_mounts.get(pod.name, [])  # the pod's volumes, at their mountPaths (volumes.py)
