@@ -54,6 +54,7 @@ def test_where_user_namespaces_are_off_the_fallback_names_the_setting(tmp_path: 
     assert "`sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`" in rootless._userns_off("", tmp_path)
     sysctl("kernel.apparmor_restrict_unprivileged_userns", "0")
     assert rootless._userns_off("unshare: boom", tmp_path) == "unprivileged user namespaces do not work here: unshare: boom"
+    assert "in a chroot" in rootless._userns_off("unshare: unshare failed: Operation not permitted", tmp_path)
 
 
 def test_what_holds_in_each_mode() -> None:

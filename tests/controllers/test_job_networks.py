@@ -18,9 +18,10 @@ from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.controllers.kubelet import network, rootless
 from mpijob.controllers.kubelet.network import HOLDER_PREFIX, SERVICE_IP, SERVICE_PORT, HeldNetwork
 
-from support.unprivileged import UID, ensure_user
+from support.unprivileged import UID, USERNS_REFUSED, ensure_user
 
-MODES = [SandboxMode.NAMESPACE, SandboxMode.ROOTLESS]
+ROOTLESS = pytest.param(SandboxMode.ROOTLESS, marks=pytest.mark.skipif(bool(USERNS_REFUSED), reason=USERNS_REFUSED))
+MODES = [SandboxMode.NAMESPACE, ROOTLESS]
 CONNECT = ("import socket, sys; s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5); "
            "print(s.recv(100).decode())")
 
@@ -87,6 +88,7 @@ def test_a_restarted_server_removes_the_networks_its_predecessor_left(mode: Sand
             asyncio.run(net.close())
 
 
+@pytest.mark.skipif(bool(USERNS_REFUSED), reason=USERNS_REFUSED)
 def test_a_holder_gives_nothing_to_another_user() -> None:
     """Its abstract socket is any local user's to connect to: only the server's user gets an answer."""
     ensure_user()

@@ -78,3 +78,16 @@ def test_unprivileged_server_uses_process_mode_and_runs_a_job(unprivileged_serve
     assert len(sessions) == nodes and len(pods) == nodes, sessions
     got = subprocess.run([MPIJOB, "get", "trainjob", "fallback", "-o", "json"], env=env, capture_output=True, text=True)
     assert json.loads(got.stdout)["status"]["trainerStatus"]["progressPercentage"] == 50, got.stdout
+
+
+@pytest.mark.skipif(not support_unprivileged.USERNS_REFUSED, reason="user namespaces work here: tests/e2e/test_rootless.py "
+                    "runs the rootless sandbox instead")
+def test_where_user_namespaces_are_refused_a_server_without_root_says_why() -> None:
+    """Where the kernel refuses user namespaces (a chroot, a sysctl), a server without root, not told which
+    sandbox to use, falls back to the process sandbox and says why, with what would allow them."""
+    with support_unprivileged.unprivileged_server("mpijob-refused-") as home:
+        env = {**os.environ, "MPIJOB_HOME": str(home.root)}
+        said = json.loads(subprocess.run([MPIJOB, "server", "status", "-o", "json"], env=env, capture_output=True,
+                                         text=True, check=True).stdout)
+    assert said["sandbox_mode"] == "process", said
+    assert "user namespaces" in said["why"] and "Operation not permitted" in said["why"], said

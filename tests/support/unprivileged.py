@@ -23,6 +23,22 @@ USER, UID = "mpijob-ci", 23456
 READY_S = 60  # for the server to answer: it starts from nothing, and detects its sandbox
 
 
+def _userns_refused() -> str:
+    """Why this environment refuses user namespaces even to this process ("" when it allows them). Where
+    the tests run as root, a refusal is the environment's, not a setting an ordinary user lacks: the kernel
+    refuses them to every process in a chroot (`unshare(2)`, EPERM), and ../shared/fresh-machine runs the
+    tests in one. There a server without root falls back to the process sandbox and says why."""
+    if os.geteuid() != 0:
+        return ""  # an ordinary user: whether it may is what the tests are there to find out
+    probe = subprocess.run(["unshare", "--user", "true"], capture_output=True, text=True, check=False)
+    return "" if probe.returncode == 0 else (
+        f"this environment refuses user namespaces even to root ({probe.stderr.strip()}), as the kernel does in a "
+        "chroot such as ../shared/fresh-machine's: the rootless sandbox cannot be tried here")
+
+
+USERNS_REFUSED = _userns_refused()
+
+
 def ensure_user() -> None:
     try:
         pwd.getpwnam(USER)

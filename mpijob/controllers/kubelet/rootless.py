@@ -50,7 +50,8 @@ def _userns_off(said: str, proc: Path = Path("/proc/sys")) -> str:
         if (on is None and value == "0") or (on is not None and value != on):
             return (f"unprivileged user namespaces are off ({setting} = {value}); as root, "
                     f"`sysctl -w {setting}={on or 15000}` enables them (a file in /etc/sysctl.d/ keeps it)")
-    return f"unprivileged user namespaces do not work here: {said or 'unshare failed'}"
+    hint = " (the kernel refuses them to every process in a chroot)" if "not permitted" in said else ""
+    return f"unprivileged user namespaces do not work here: {said or 'unshare failed'}{hint}"
 
 
 def own_root() -> list[str]:

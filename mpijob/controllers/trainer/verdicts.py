@@ -26,6 +26,10 @@ from mpijob.store.logs import LogStore
 
 log = logging.getLogger(__name__)
 LAUNCHER_END_WAIT = 10.0  # seconds for a killed mpiexec's end to be recorded by its supervisor
+# A failed Hydra rank's last output reaches the launcher's log through its proxy, ssh and mpiexec, behind its
+# exit, which the kernel tells at once: mpiexec is stopped once the log has held a line of that rank and
+# been still for RANK_OUTPUT_QUIET, or after RANK_OUTPUT_WAIT (a rank that printed nothing)
+RANK_OUTPUT_WAIT, RANK_OUTPUT_QUIET, RANK_OUTPUT_POLL = 3.0, 0.3, 0.05
 
 
 class Verdicts:
@@ -69,17 +73,33 @@ class Verdicts:
         for w in waits:
             w.cancel()
         launcher, mpiexec = self._launcher_proc()
+        ended = ranks.result()
+        await self._rank_output(launcher, ended.rank)
         # mpiexec first, and without a word: stopped after its proxies, it prints their lost connections
         mpiexec.kill(signal.SIGKILL)
         try:  # its end, recorded by its supervisor
             code: int | None = (await asyncio.wait_for(mpiexec.wait(), LAUNCHER_END_WAIT)).code
         except TimeoutError:
             code = None
-        ended = ranks.result()
         last = next((ln.text for ln in reversed(self._facts(launcher).launcher_log)
                      if ln.rank == ended.rank and ln.text.strip()), "")
         found = rank_exits.failure(self.plan.job, ended, launcher, last, code)
         return Outcome(False, names.REASON_FAILED_JOBS, found.message, found.reason)
+
+    async def _rank_output(self, launcher: str, rank: int) -> None:
+        """Until the launcher's log holds a line of `rank` and has been still a moment (bounded): so that
+        what the failed rank printed last is in the log, and in the failure's message, before mpiexec goes."""
+        path = self.logs.path(self.plan.namespace, launcher, names.CONTAINER)
+        loop = asyncio.get_running_loop()
+        deadline, size, since = loop.time() + RANK_OUTPUT_WAIT, -1, loop.time()
+        while loop.time() < deadline:
+            now = path.stat().st_size if path.exists() else 0
+            if now != size:
+                size, since = now, loop.time()
+            elif loop.time() - since >= RANK_OUTPUT_QUIET and any(
+                    ln.rank == rank for ln in self._facts(launcher).launcher_log):
+                return
+            await asyncio.sleep(RANK_OUTPUT_POLL)
 
     # -- the watchdog: bounds no exit shows (watchdog.py) ------------------------------------------------
 
