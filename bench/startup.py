@@ -1,7 +1,9 @@
 """Start-up overhead of a 4-node hello TrainJob on the local cluster, against the same `mpirun` run by
 hand over freshly started sshds on the same machine in the same run.
 
-    .venv/bin/python bench/startup.py [--runs N]
+    .venv/bin/python bench/startup.py [--runs N] [--rootless]
+
+`--rootless` runs the cluster as an ordinary user (made if missing), in the rootless sandbox.
 
 Prints one JSON object (see bench/README.md). Never asserts on the figures: exit 0 whenever both
 sides ran, exit 1 with a message on stderr when something failed to run.
@@ -18,6 +20,8 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -244,9 +248,10 @@ async def run_baseline(retries: list[int], attempts: int = 3) -> handrun.Sample:
     return await handrun.run(hello_script(marker), marker, NODES)
 
 
-def parse_runs(argv: list[str] | None, doc: str | None) -> int | None:
-    """`--runs N` (default 5) of a bench whose docstring is `doc`; None, with the reason on stderr, when N < 1."""
-    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+def parse_runs(argv: list[str] | None, doc: str | None, parser: argparse.ArgumentParser | None = None) -> int | None:
+    """`--runs N` (default 5) of a bench whose docstring is `doc`; None, with the reason on stderr, when N < 1.
+    `parser` holds the bench's other options, read again by the caller."""
+    parser = parser or argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs of each side (default 5)")
     runs: int = parser.parse_args(argv).runs
     if runs < 1:
@@ -255,12 +260,27 @@ def parse_runs(argv: list[str] | None, doc: str | None) -> int | None:
     return runs
 
 
+@contextmanager
+def _cluster(rootless: bool) -> Iterator[server_process.ServerInfo]:
+    """A fresh local cluster: root's, or an ordinary user's in the rootless sandbox (`hangs.py` makes one)."""
+    if rootless:
+        from hangs import ROOTLESS, unprivileged_cluster  # the sibling bench module
+
+        with unprivileged_cluster(ROOTLESS) as info:
+            yield info
+        return
+    with temp_cluster("mpijob-bench-home-") as (_, info):
+        yield info
+
+
 def main(argv: list[str] | None = None) -> int:
-    runs = parse_runs(argv, __doc__)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--rootless", action="store_true", help="the cluster as an ordinary user (rootless sandbox)")
+    runs = parse_runs(argv, __doc__, parser)
     if runs is None:
         return 1
     try:
-        with temp_cluster("mpijob-bench-home-") as (_, info):
+        with _cluster(parser.parse_args(argv).rootless) as info:
             result = asyncio.run(bench(runs, info.kubeconfig, info.sandbox_mode))
     except (BenchError, handrun.BaselineError, server_process.ServerError, httpx.HTTPError, OSError) as exc:
         print(f"bench/startup.py: {type(exc).__name__}: {exc}", file=sys.stderr)
