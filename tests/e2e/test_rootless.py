@@ -43,8 +43,7 @@ def home() -> Iterator[Home]:
 
 @pytest.fixture(scope="module")
 def env(home: Home) -> dict[str, str]:
-    out = {**os.environ, "MPIJOB_HOME": str(home.root), "KUBECONFIG": str(home.kubeconfig)}
-    return out
+    return {**os.environ, "MPIJOB_HOME": str(home.root), "KUBECONFIG": str(home.kubeconfig)}
 
 
 def mpijob(env: dict[str, str], *args: str, stdin: str | None = None, check: bool = True) -> str:

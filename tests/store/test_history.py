@@ -101,3 +101,14 @@ def test_retention_drops_the_oldest_finished_by_count_and_by_age(tmp_path: Path)
         assert unlimited.prune(T0 + 9999 * DAY) == 0
     finally:
         unlimited.close()
+
+
+def test_jobs_of_one_second_are_listed_in_the_order_they_were_created(history: History) -> None:
+    """creationTimestamp has whole seconds. Of two jobs created in one second, the first seen on time (stamped
+    when seen) and the second seen only after that second (a busy controller), the second is the newer."""
+    from mpijob.controllers.trainer.accounting import submitted_at
+
+    history.submitted(record("first", submitted_at(T0, T0 + 0.25)))  # seen 0.25 s into its second
+    history.submitted(record("second", submitted_at(T0, T0 + 1.4)))  # created later that second, seen in the next
+    assert [r.uid for r in history.query(Query())[0]] == ["first", "second"]  # oldest first
+    assert submitted_at(T0, T0 + 0.5) == T0 + 0.5 and T0 < submitted_at(T0, T0 + 1.4) < T0 + 1

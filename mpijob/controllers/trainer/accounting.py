@@ -23,6 +23,17 @@ def size(plan: RunPlan) -> tuple[int, int, int]:
     return plan.num_nodes, plan.slots, sum(gpu_count(p.resources) for p in plan.pods)
 
 
+LATE = 0.999  # into its second, where a job seen after its creation's second is stamped
+
+
+def submitted_at(created: float, seen: float) -> float:
+    """When a job was submitted, for the history's order. creationTimestamp has whole seconds, so a job seen
+    within its second is stamped when seen (ms later), and one seen later at the end of its second: jobs are
+    seen in the order they were created, so one seen late was created after those of its second seen on
+    time (stamped at its start, it was listed before them)."""
+    return seen if 0 <= seen - created < 1 else created + LATE
+
+
 def submission(tj: Obj, plan: RunPlan | None) -> JobRecord:
     """A job's record as first seen (a TrainJob, or an MPIJob, which names no runtime): who, what and how big
     (from its run plan when it resolves)."""
@@ -30,8 +41,7 @@ def submission(tj: Obj, plan: RunPlan | None) -> JobRecord:
     ref = spec.get("runtimeRef") or {}
     runtime = f"{ref.get('kind') or 'ClusterTrainingRuntime'}/{ref.get('name', '')}" if ref else ""
     created, now = parse_time(meta.get("creationTimestamp")), time.time()
-    # creationTimestamp has whole seconds: a job seen within its second is stamped when seen (ms later)
-    submitted = now if created is None or 0 <= now - created.timestamp() < 1 else created.timestamp()
+    submitted = now if created is None else submitted_at(created.timestamp(), now)
     nodes, procs, gpus = size(plan) if plan else (int((spec.get("trainer") or {}).get("numNodes") or 0), 0, 0)
     return JobRecord(
         uid=meta["uid"], namespace=meta["namespace"], name=meta["name"], requester=requester(tj),
