@@ -24,8 +24,9 @@ def run_under_unresolvable_name(impl: str, tmp_path: Path, env: dict[str, str]) 
     install = mpi_installs.prefix(mpi_impl.IMPLEMENTATIONS[impl])
     assert install is not None and (install / "bin" / "mpiexec").exists(), f"{impl}: run `make setup`"
     ssh = tmp_path / "ssh"
-    ssh.write_text(LOCAL_SSH)
-    ssh.chmod(0o755)
+    if not ssh.exists():  # once per test: rewritten, it was "Text file busy" while the first run's proxies ended
+        ssh.write_text(LOCAL_SSH)
+        ssh.chmod(0o755)
     full = {"PATH": f"{install}/bin:/usr/bin:/bin", "HOME": str(tmp_path), "LD_LIBRARY_PATH": f"{install}/lib",
             "I_MPI_ROOT": str(install), **env}
     mpiexec = f"{install}/bin/mpiexec -launcher ssh -launcher-exec {ssh} -hosts 127.0.0.2,127.0.0.3 -n 2 hostname"
