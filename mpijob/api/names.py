@@ -237,6 +237,10 @@ ANNOTATION_REQUESTER = "mpijob.io/requester"
 # The audit Event of a TrainJob's end carries its outcome beside the requester (Event.annotations).
 AUDIT_ANNOTATION_CONDITION = "mpijob.io/condition"  # Complete or Failed
 AUDIT_ANNOTATION_REASON = "mpijob.io/reason"  # the condition's reason (AllJobsCompleted, FailedJobs, …)
+# The audit Event of a `kubectl exec` session: its command, readable (the requestURI holds it escaped), and
+# how it ended (the exit code, or "client gone")
+AUDIT_ANNOTATION_COMMAND = "mpijob.io/command"
+AUDIT_ANNOTATION_EXIT_CODE = "mpijob.io/exit-code"
 # The identity the Trainer controller writes a TrainJob's status as (Trainer's controller-manager
 # ServiceAccount in upstream's manifests), with the groups a ServiceAccount token authenticates with.
 TRAINER_CONTROLLER_NAMESPACE = "kubeflow-system"

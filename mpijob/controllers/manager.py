@@ -21,6 +21,7 @@ from mpijob.controllers.claims import Claims
 from mpijob.controllers.jobkinds import KINDS, JobControllerType, JobKinds
 from mpijob.controllers.kubelet import capacity, gc, network, node
 from mpijob.controllers.kubelet.admission import PodAdmission
+from mpijob.controllers.kubelet.entry import PodEntry
 from mpijob.controllers.kubelet.sandbox import check_mode, detect_mode, guarantees
 from mpijob.controllers.kueue.integrations import Integrations
 from mpijob.controllers.kueue.queueing import Queueing
@@ -173,6 +174,12 @@ class Manager:
         return [RunningPod(runner.plan.namespace, pod, cgroup, tuple(runner.gpus.get(pod, ())))
                 for runner in self.kinds.runs()
                 for pod, cgroup in list(runner.cgroups.items())]
+
+    def pod_entry(self, pod: Obj) -> PodEntry | None:
+        """How to get inside `pod` while it runs (`kubectl exec`, `port-forward`); None when it does not."""
+        found = self.kinds.owner(pod)
+        entry = found[0].runners.get(found[1]) if found else None
+        return entry[0].entry(pod["metadata"]["name"]) if entry else None
 
     def _pod_deleted(self, pod: Obj) -> None:
         """A running pod deleted by hand dies like a node lost on a cluster: the job fails."""

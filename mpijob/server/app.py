@@ -16,14 +16,26 @@ from fastapi import FastAPI
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
+from starlette.websockets import WebSocket
 
 from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import CONNECT_SUBRESOURCES
 from mpijob.server import admission, bootstrap, openapi, ports
 from mpijob.server.audit import AuditMiddleware
 from mpijob.server.auth import BearerAuth
 from mpijob.server.authz import Authorize
 from mpijob.server.http import BodyLimit, json_response, status_response
-from mpijob.server.routes import access, crud, dashboard, discovery, history, metrics, progress, visibility
+from mpijob.server.routes import (
+    access,
+    connect,
+    crud,
+    dashboard,
+    discovery,
+    history,
+    metrics,
+    progress,
+    visibility,
+)
 from mpijob.server.routes.paths import Discovery, not_found_path, parse
 from mpijob.server.sessions import Sessions
 from mpijob.server.state import Cluster
@@ -121,6 +133,13 @@ def _routes(app: FastAPI) -> None:
         if body is None:
             raise not_found_path(f"/openapi/v3/{path}")
         return Response(body, media_type="application/json")
+
+    @app.websocket("/api/v1/namespaces/{namespace}/pods/{name}/{subresource}")
+    async def pod_session(ws: WebSocket, namespace: str, name: str, subresource: str) -> None:
+        if subresource not in CONNECT_SUBRESOURCES:
+            await status_response(not_found_path(ws.url.path))(ws.scope, ws.receive, ws.send)
+            return
+        await connect.serve(ws, ws.app.state.cluster, namespace, name, subresource)
 
     @app.api_route("/api", methods=METHODS)
     @app.api_route("/api/{rest:path}", methods=METHODS)

@@ -19,7 +19,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ _HEADER = names.AUDIT_ID_HEADER.lower().encode()
 log = logging.getLogger(__name__)
 
 
-def annotate(scope: dict[str, Any], key: str, value: str) -> None:
+def annotate(scope: MutableMapping[str, Any], key: str, value: str) -> None:
     """Add an annotation to this request's audit Event (if the request is audited)."""
     scope.setdefault(ANNOTATIONS_KEY, {})[key] = value
 
@@ -79,6 +79,9 @@ class AuditMiddleware:
         self.log = audit.open_log(path)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            await self._session({**scope, "method": "GET"}, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -122,6 +125,28 @@ class AuditMiddleware:
         finally:
             if answer["code"] is not None:  # a stream cut short: its Event all the same
                 record(answer["code"])
+
+    async def _session(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """A WebSocket session (`kubectl exec`, `port-forward`): audited once it ends, whoever opened it, with
+        101 when it was accepted, or the Status code it was refused with."""
+        received = audit.timestamp()
+        code = 500
+
+        async def send_audited(message: Any) -> None:
+            nonlocal code
+            if message["type"] == "websocket.accept":
+                code = 101
+            elif message["type"] == "websocket.http.response.start":
+                code = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_audited)
+        finally:
+            try:
+                self._write(scope, str(uuid.uuid4()), received, code, names.AUDIT_STAGE_COMPLETE, b"")
+            except Exception:  # an Event that cannot be built must not break the session's end
+                log.exception("could not audit the session %s", scope.get("path", ""))
 
     def _write(self, scope: dict[str, Any], audit_id: str, received: str, code: int, stage: str,
                body: bytes) -> None:

@@ -36,7 +36,7 @@ from mpijob.api.core import tokens
 from mpijob.api.core.errors import ApiError, unauthorized
 from mpijob.api.core.rbac import User, service_account_user
 from mpijob.api.core.resources import PODS, SERVICE_ACCOUNTS
-from mpijob.server.http import status_response
+from mpijob.server.http import SERVED, status_response
 from mpijob.server.routes import dashboard, progress
 from mpijob.server.sessions import Sessions
 from mpijob.store.home import Home
@@ -160,7 +160,7 @@ class BearerAuth:
         return authenticated(user)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if (scope["type"] != "http" or scope["path"] in OPEN_PATHS
+        if (scope["type"] not in SERVED or scope["path"] in OPEN_PATHS
                 or dashboard.is_public(scope["method"], scope["path"])):
             await self.app(scope, receive, send)
             return

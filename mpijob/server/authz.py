@@ -29,7 +29,7 @@ from mpijob.api.core.errors import ApiError
 from mpijob.api.core.resources import CLUSTER_ROLES
 from mpijob.api.names import RBAC_GROUP, SYSTEM_MASTERS
 from mpijob.server.auth import OPEN_PATHS
-from mpijob.server.http import status_response
+from mpijob.server.http import SERVED, status_response
 from mpijob.server.routes import dashboard, progress
 from mpijob.store.authorizer import enabled, index
 from mpijob.store.objects import Store
@@ -74,7 +74,7 @@ class Authorize:
         self.enabled = enabled()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or "user" not in scope or dashboard.is_dashboard(
+        if scope["type"] not in SERVED or scope["path"] in OPEN_PATHS or "user" not in scope or dashboard.is_dashboard(
                 scope["path"]):  # the dashboard's own API authorizes each answer
             await self.app(scope, receive, send)
             return

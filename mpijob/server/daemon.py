@@ -43,6 +43,8 @@ def run(home: Home) -> None:
         config = uvicorn.Config(
             app, ssl_certfile=str(files.cert), ssl_keyfile=str(files.key), log_level="warning",
             access_log=False, timeout_graceful_shutdown=5, lifespan="on", timeout_keep_alive=30,
+            # kubectl exec and port-forward's WebSockets (routes/connect.py); no client of them compresses
+            ws="wsproto", ws_per_message_deflate=False,
         )
         server = _server_class()(config)
         asyncio.run(_serve(server, sock, home, url))

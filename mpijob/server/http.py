@@ -26,6 +26,9 @@ from starlette.responses import Response
 from mpijob.api.core.errors import ApiError, bad_request, method_not_allowed
 
 JSON = "application/json"
+# The ASGI scopes that authentication, authorization and audit judge: requests, and WebSocket sessions (kubectl
+# exec, port-forward), which the audit middleware gives the method of their opening request, GET
+SERVED = frozenset({"http", "websocket"})
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 _TRUE = {"1", "t", "T", "true", "TRUE", "True"}

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,3 +92,38 @@ def test_where_user_namespaces_are_refused_a_server_without_root_says_why() -> N
                                          text=True, check=True).stdout)
     assert said["sandbox_mode"] == "process", said
     assert "user namespaces" in said["why"] and "Operation not permitted" in said["why"], said
+
+
+def test_exec_in_the_process_sandbox_runs_as_the_server_in_the_pods_directory(unprivileged_server: Home) -> None:
+    """There is no namespace to enter: the command runs as the server's user, with the container's environment,
+    in the pod's home directory; what it leaves running ends with the session (nothing would end it after)."""
+    env = {**os.environ, "MPIJOB_HOME": str(unprivileged_server.root)}
+    env.pop("KUBECONFIG", None)
+    job = yaml.safe_load((REPO / "examples" / "hello.yaml").read_text())
+    job["metadata"]["name"] = "px"
+    job["spec"]["trainer"]["command"] = ["sleep", "300"]
+    subprocess.run([MPIJOB, "create", "-f", "-"], env=env, input=yaml.safe_dump(job), text=True, check=True,
+                   capture_output=True)
+    kubectl = ["kubectl", "--kubeconfig", str(unprivileged_server.kubeconfig)]
+    launcher = ""
+    for _ in range(120):
+        pods = subprocess.run([*kubectl, "get", "pods", "-o", "name", "--field-selector=status.phase=Running"],
+                              capture_output=True, text=True).stdout.split()
+        launcher = next((p.split("/")[1] for p in pods if "px-launcher" in p), "")
+        if launcher:
+            break
+        time.sleep(0.5)
+    try:
+        said = subprocess.run([*kubectl, "exec", launcher, "--", "sh", "-c",
+                               'id -un; pwd; echo "$GREETING"; sleep 400 & exit 2'],
+                              capture_output=True, text=True, timeout=60)
+        user, cwd, greeting = said.stdout.split()
+        assert said.returncode == 2 and greeting == "hello-from-mpijob", said
+        assert cwd.startswith(str(unprivileged_server.root)) and cwd.endswith("/home"), said
+        if os.geteuid() == 0:
+            assert user == USER, said
+        time.sleep(1.5)  # SIGHUP, then SIGKILL a second later
+        left = subprocess.run(["pgrep", "-f", "sleep 400"], capture_output=True, text=True).stdout
+        assert not left, left
+    finally:
+        subprocess.run([MPIJOB, "delete", "trainjob", "px"], env=env, capture_output=True)

@@ -203,3 +203,48 @@ def test_an_sshd_as_root_is_refused_with_the_fix(env: dict[str, str]) -> None:
     said = mpijob(env, "create", "-f", "-", stdin=yaml.safe_dump(job), check=False)
     assert "spec.runtimeRef.name" in said and "runAsUser 0" in said and "rootless" in said, said
     assert "not found" in mpijob(env, "get", "trainjob", "rl-root", check=False)  # nothing was created
+
+
+def test_exec_port_forward_and_cp_enter_a_rootless_pod(env: dict[str, str], home: Home, tmp_path: Path) -> None:
+    """kubectl gets inside a rootless pod as into a root one: the pod's uid and host name, its job's network,
+    exit codes, files both ways (docs/debugging.md)."""
+    serve = "python3 -m http.server 7200 --bind 127.0.0.1 >/dev/null 2>&1 & sleep 300"
+    mpijob(env, "create", "-f", "-", stdin=yaml.safe_dump(trainjob("rl-exec", ["mpirun", "-n", "1", "sh", "-c", serve])))
+    kubectl = ["kubectl", "--kubeconfig", env["KUBECONFIG"]]
+    deadline = time.monotonic() + JOB_S
+    node = ""
+    while not node and time.monotonic() < deadline:
+        pods = subprocess.run([*kubectl, "get", "pods", "-o", "name", "--field-selector=status.phase=Running"],
+                              capture_output=True, text=True).stdout.split()
+        node = next((p.split("/")[1] for p in pods if "rl-exec-node" in p), "")
+        time.sleep(0.5)
+    try:
+        def run(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([*kubectl, *args], capture_output=True, text=True, timeout=60, **kw)
+
+        said = run("exec", node, "--", "sh", "-c", "id -u; hostname; test -w /etc/hosts || echo ro; exit 7")
+        uid, hostname, ro = said.stdout.split()
+        assert said.returncode == 7 and int(uid) >= 1_000_000_000 and node.startswith(hostname) and ro == "ro", said
+        (tmp_path / "f.txt").write_text("rootless\n")
+        assert run("cp", str(tmp_path / "f.txt"), f"{node}:f.txt").returncode == 0
+        assert run("exec", node, "--", "cat", "f.txt").stdout == "rootless\n"
+        assert run("cp", f"{node}:f.txt", str(tmp_path / "back.txt")).returncode == 0
+        assert (tmp_path / "back.txt").read_text() == "rootless\n"
+        forward = subprocess.Popen([*kubectl, "port-forward", f"pod/{node}", ":7200"], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        try:
+            assert forward.stdout is not None
+            port = re.search(r"127\.0\.0\.1:(\d+)", forward.stdout.readline())
+            assert port, forward
+            listing = ""
+            for _ in range(20):  # the rank's server may still be starting
+                got = subprocess.run(["curl", "-s", f"http://127.0.0.1:{port[1]}/"], capture_output=True, text=True)
+                if "Directory listing" in (listing := got.stdout):
+                    break
+                time.sleep(0.5)
+            assert "Directory listing" in listing, listing
+        finally:
+            forward.kill()
+            forward.wait()
+    finally:
+        mpijob(env, "delete", "trainjob", "rl-exec", check=False)

@@ -26,6 +26,7 @@ from urllib.parse import parse_qs
 
 from mpijob.api import Obj, names
 from mpijob.api.core.errors import ApiError
+from mpijob.api.core.resources import CONNECT_SUBRESOURCES
 
 API_PREFIXES = frozenset({"api", "apis"})
 SPECIAL_VERBS = frozenset({"proxy", "watch"})
@@ -114,6 +115,8 @@ def request_attributes(user: User, method: str, path: str, query: str = "") -> A
             name = exact
     if not name and verb == "delete":
         verb = "deletecollection"
+    if subresource in CONNECT_SUBRESOURCES and resource == "pods":  # a WebSocket's GET too: kube asks `create`
+        verb = "create"
     return Attributes(user, verb, True, path, group, version, resource, subresource, namespace, name)
 
 

@@ -102,11 +102,12 @@ def forget(state_dir: Path) -> None:
 async def spawn(
     logs: LogStore, namespace: str, name: str, argv: list[str], env: dict[str, str], state_dir: Path,
     cwd: str | None = None, mpi: dict[str, bool] | None = None, cgroup: PodCgroup | None = None,
-    ends_with: Path | None = None, rank_output: Path | None = None,
+    ends_with: Path | None = None, rank_output: Path | None = None, stdin: bool = False,
 ) -> PodProcess:
     """Start a pod under a supervisor of its own (`shim.py`), which writes its stdout and stderr, stamped,
     to its container log (each line with its rank for a launcher: `mpi` holds LauncherOutput's options, and
-    `rank_output` the directory its ranks' agents write to) and records its exit in `state_dir`; a node pod
+    `rank_output` the directory its ranks' agents write to; `stdin`: the container
+    reads a pipe `kubectl attach -i` writes to) and records its exit in `state_dir`; a node pod
     stops itself a while after `ends_with` (its launcher's exit record) appears, should no server do it.
     Returns once the pod's first process runs."""
     state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -115,7 +116,7 @@ async def spawn(
     log.parent.mkdir(parents=True, exist_ok=True)
     shim.write_atomically(state_dir / shim.SPEC, {
         "argv": argv, "env": env, "cwd": cwd, "log": str(log), "mpi": mpi, "ends_with": str(ends_with or ""),
-        "rank_output": str(rank_output or ""),
+        "rank_output": str(rank_output or ""), "stdin": stdin,
         "cgroup": {"path": str(cgroup.path), "version": cgroup.version} if cgroup else None})
     answer = await _fork_server().supervise(state_dir)
     if not answer.isdigit():  # the pod could not be started: the supervisor says why

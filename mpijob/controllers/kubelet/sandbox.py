@@ -439,7 +439,7 @@ class JobFiles:
             if self.launcher_sshd(plan, pod):  # a child of PID 1, so it ends with the pod
                 script.append(f"{self._as_sshd_user(user)}{sshd} &")
             envs = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
-            script.append(f'cd {shlex.quote(user.home)}; {self._drop(user)}env -i {envs} "$@"')
+            script.append(f'cd {shlex.quote(user.home)}; {self.drop(user)}env -i {envs} "$@"')
             command = _in_working_dir(pod, command)
         return [
             "setpriv", "--pdeathsig", "KILL", "--",
@@ -447,7 +447,7 @@ class JobFiles:
             "/bin/sh", "-c", "\n".join(script), pod.hostname, *command,
         ]
 
-    def _drop(self, user: User) -> str:
+    def drop(self, user: User) -> str:
         """The prefix that runs a command as the pod's user: with its groups and no capabilities (root); in
         a user namespace of its own mapping it to the server's user (rootless, where setgroups is denied)."""
         if not user.uid:
@@ -459,7 +459,7 @@ class JobFiles:
     def _as_sshd_user(self, user: User) -> str:
         """Rootless, a pod's sshd runs as the pod's user, as the process sandbox's does: root's sshd drops
         privileges to a user (`sshd`) and sets groups, neither of which a one-uid user namespace allows."""
-        return self._drop(user) if self.mode == SandboxMode.ROOTLESS else ""
+        return self.drop(user) if self.mode == SandboxMode.ROOTLESS else ""
 
     def _reachable(self, user: User) -> list[str]:
         """Let a non-root pod reach the server's Python and the job directory when they sit under a

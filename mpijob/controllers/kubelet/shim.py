@@ -38,6 +38,7 @@ from mpijob.store.logfile import LogWriter
 
 SPEC, STATE, EXIT = "spec.json", "state.json", "exit.json"
 ERRORS = "errors"  # what went wrong in the supervisor itself once its pod started (its stderr)
+STDIN = "stdin"  # the pipe a container with `stdin: true` reads (`kubectl attach -i` writes to it)
 PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size: a burst of output waits in the kernel, not in mpirun
 # A pod's output pipes: written by any user of the pod (`echo x > /dev/stderr` reopens the pipe, as a
 # container's FIFO allows), read by the supervisor alone
@@ -118,8 +119,13 @@ def run(state_dir: Path, token: str) -> int:
         signal.signal(sig, lambda signum, frame: None)
     mpi = spec.get("mpi")
     pipes = [_pipe(), _pipe()]
+    stdin = subprocess.DEVNULL
+    if spec.get("stdin"):  # a container with `stdin: true`: what `kubectl attach -i` writes to (`entry.py`)
+        (state_dir / STDIN).unlink(missing_ok=True)
+        os.mkfifo(state_dir / STDIN, 0o600)
+        stdin = os.open(state_dir / STDIN, os.O_RDWR)  # held open: the pod's stdin never ends, as kube's
     try:
-        pod = subprocess.Popen(spec["argv"], stdin=subprocess.DEVNULL, stdout=pipes[0][1], stderr=pipes[1][1],
+        pod = subprocess.Popen(spec["argv"], stdin=stdin, stdout=pipes[0][1], stderr=pipes[1][1],
                                env=spec["env"], cwd=spec.get("cwd"), start_new_session=True)
     except OSError as e:
         _answer(f"{token} ! {e}")

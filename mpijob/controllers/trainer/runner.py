@@ -21,9 +21,10 @@ from mpijob.api.trainer import bound_failures, failures, mpi_impl
 from mpijob.api.trainer.bounds import Bounds
 from mpijob.api.trainer.mpi_output import asks_for_tags, parse_rank_field
 from mpijob.api.trainer.plan import PodPlan, RunPlan, plan_from_dict
-from mpijob.controllers.kubelet import mpi_installs, pods, shim, trainer_status, workload
+from mpijob.controllers.kubelet import entry, mpi_installs, pods, shim, trainer_status, workload
 from mpijob.controllers.kubelet import network as job_network
 from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
+from mpijob.controllers.kubelet.entry import PodEntry
 from mpijob.controllers.kubelet.mpi_env import YIELD_WHEN_IDLE, rank_agent_env
 from mpijob.controllers.kubelet.network import JobNetwork, namespace_name
 from mpijob.controllers.kubelet.sandbox import (
@@ -201,7 +202,8 @@ class JobRunner(Readiness, Verdicts):
         proc = self.procs[Proc(pod.name)] = await pods.spawn(
             self.logs, self.plan.namespace, pod.name, argv, base_env,
             self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.CONTAINER], cwd, mpi, cgroup,
-            None if pod.is_launcher else self._launcher_exit(), self.files.rank_output if captured else None)
+            None if pod.is_launcher else self._launcher_exit(), self.files.rank_output if captured else None,
+            _reads_stdin(pod))
         if self.stopped:  # stopped while this pod was being spawned: it must not outlive the job
             proc.kill(signal.SIGTERM)
         # Ready as a kubelet sees it: a node once its sshd accepts the job key (the runtime's readiness
@@ -444,6 +446,22 @@ class JobRunner(Readiness, Verdicts):
             await asyncio.wait([launcher.ended], timeout=STOP_GRACE)
         self._terminate()
 
+    def entry(self, pod_name: str) -> PodEntry | None:
+        """How to get inside a pod of this run while its container runs (`kubectl exec`, `port-forward`);
+        None when it does not run."""
+        proc = self.procs.get(Proc(pod_name))
+        pod = next((p for p in self.plan.pods if p.name == pod_name), None)
+        if pod is None or proc is None or not proc.running:
+            return None
+        user = job_user(self.plan, pod, self.mode)
+        home = user.home if self.mode.private else str(self.files.pod_dir(pod) / "home")
+        cgroup = self.cgroups.get(pod_name)
+        prefix = entry.exec_prefix(self.files, user, self.env.container(pod, user, home), proc.pid,
+                                   cgroup.procs if cgroup else ())
+        stdin = self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.CONTAINER] / shim.STDIN
+        return PodEntry(pod_name, self.mode, prefix, pod.working_dir or home,
+                        entry.connector(self.network, self.ips[pod.hostname]), stdin if _reads_stdin(pod) else None)
+
     def kill(self, pod: str) -> None:
         """A pod deleted by hand: its container dies as a lost node would, and the job fails with it."""
         proc = self.procs.get(Proc(pod))
@@ -453,6 +471,11 @@ class JobRunner(Readiness, Verdicts):
 
 class Stopped(Exception):
     """`stop()` came while the job was still starting."""
+
+
+def _reads_stdin(pod: PodPlan) -> bool:
+    """Whether the pod's container asks for a stdin (`stdin: true`), which `kubectl attach -i` writes to."""
+    return any(c.get("stdin") for c in (pod.pod_spec.get("containers") or [])[:1])
 
 
 def _probed(pod: PodPlan) -> bool:

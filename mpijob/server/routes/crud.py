@@ -17,7 +17,15 @@ from starlette.responses import Response
 
 from mpijob.api import Obj, names
 from mpijob.api.core import errors, tables
-from mpijob.api.core.resources import MPIJOBS, NAMESPACES, TRAINJOBS, Resource, served_versions, storage
+from mpijob.api.core.resources import (
+    CONNECT_SUBRESOURCES,
+    MPIJOBS,
+    NAMESPACES,
+    TRAINJOBS,
+    Resource,
+    served_versions,
+    storage,
+)
 from mpijob.api.core.selectors import parse_fields, parse_labels
 from mpijob.api.kueue.conversion import from_storage, to_storage
 from mpijob.server import admission, authz, bootstrap, patch
@@ -32,7 +40,7 @@ from mpijob.server.http import (
     success_status,
     wants_table,
 )
-from mpijob.server.routes import logs, watch
+from mpijob.server.routes import connect, logs, watch
 from mpijob.server.routes.paths import Target
 from mpijob.server.state import Cluster
 from mpijob.store.objects import now
@@ -42,6 +50,10 @@ PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube
 
 async def handle(request: Request, cluster: Cluster, t: Target) -> Response:
     method = request.method
+    if t.subresource in CONNECT_SUBRESOURCES:  # a session is a WebSocket (app.py); this is HTTP, or SPDY's upgrade
+        assert t.name is not None
+        connect.check(cluster, t.namespace or "", t.name, t.subresource, request.query_params)
+        raise connect.spdy_refusal(t.subresource)
     if t.subresource == "log":
         if method != "GET":
             raise errors.method_not_allowed(f"the server does not allow {method} on pods/log")

@@ -11,7 +11,7 @@ from typing import Any
 
 from mpijob._version import __version__
 from mpijob.api import names
-from mpijob.api.core.resources import ALL, Resource, groups
+from mpijob.api.core.resources import ALL, CONNECT_SUBRESOURCES, Resource, groups
 
 KUBE_MAJOR, KUBE_MINOR = "1", "32"
 GIT_VERSION = f"v{KUBE_MAJOR}.{KUBE_MINOR}.0-mpijob"
@@ -81,6 +81,10 @@ def _entries(r: Resource) -> list[dict[str, Any]]:
         if sub == "log":
             out.append({"name": f"{r.plural}/log", "singularName": "", "namespaced": r.namespaced,
                         "kind": r.kind, "verbs": ["get"]})
+        elif sub in CONNECT_SUBRESOURCES:  # kube's kinds for them: PodExecOptions, PodAttachOptions, …
+            kind = {"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"}[sub]
+            out.append({"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced,
+                        "kind": kind, "verbs": ["create", "get"]})
         else:
             out.append({"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced,
                         "kind": r.kind, "verbs": ["get", "patch", "update"]})

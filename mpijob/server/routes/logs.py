@@ -28,7 +28,7 @@ def _containers(pod: dict[str, Any]) -> list[str]:
     return [c.get("name", "") for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])]
 
 
-def _pick_container(pod: dict[str, Any], requested: str | None) -> str:
+def pick_container(pod: dict[str, Any], requested: str | None) -> str:
     """The requested container, or the only one; errors worded as kube-apiserver words them."""
     name = pod["metadata"]["name"]
     containers = _containers(pod)
@@ -48,7 +48,7 @@ def _pick_container(pod: dict[str, Any], requested: str | None) -> str:
     )
 
 
-def _terminated(pod: dict[str, Any] | None, container: str) -> bool:
+def terminated(pod: dict[str, Any] | None, container: str) -> bool:
     if pod is None:
         return True
     status = pod.get("status") or {}
@@ -64,7 +64,7 @@ async def serve(request: Request, cluster: Cluster, t: Target) -> Response:
     ns, name = t.namespace or "", t.name
     q = request.query_params
     pod = cluster.store.get(t.res, ns, name)
-    container = _pick_container(pod, q.get("container"))
+    container = pick_container(pod, q.get("container"))
     follow = parse_bool(q.get("follow"), "follow")
     parse_bool(q.get("previous"), "previous")  # validated, then ignored: containers do not restart
     options: dict[str, Any] = {
@@ -88,7 +88,7 @@ async def serve(request: Request, cluster: Cluster, t: Target) -> Response:
         sent = 0
         async with Disconnect(request) as client:
             def done() -> bool:  # a client that has gone ends the stream at once, drained or not
-                return client.gone or cluster.stopping.is_set() or _terminated(
+                return client.gone or cluster.stopping.is_set() or terminated(
                     cluster.store.try_get(t.res, ns, name), container)
 
             async for chunk in logs.follow(ns, name, container, done=done, **options):
