@@ -34,6 +34,11 @@ from mpijob.client.kubeconfig import Credentials, ExecPlugin, load_client_certif
 
 T = TypeVar("T")
 LOOPBACK = {"all://127.0.0.1": None, "all://localhost": None, "all://[::1]": None}  # never proxied (as in Go)
+# `logs -f` follows every pod of a job at once, each stream holding a connection for its pod's life (101 for
+# a 100-node job): under httpx's default cap of 100 the next stream, and the poll for new pods, waited for
+# one that never came free, and after 30 s the command failed having printed nothing. Uncapped, a command
+# holds what it follows plus one; only 20 idle connections are kept.
+STREAMS_UNCAPPED = httpx.Limits(max_connections=None, max_keepalive_connections=20)
 
 
 class KubeAuth(httpx.Auth):
@@ -124,7 +129,7 @@ class Connection(_Base):
 
     def __init__(self, choice: ClusterChoice) -> None:
         super().__init__(choice)
-        self._http = httpx.Client(**self._settings())
+        self._http = httpx.Client(**self._settings(), limits=STREAMS_UNCAPPED)
 
     def close(self) -> None:
         self._http.close()

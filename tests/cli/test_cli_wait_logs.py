@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
+import shutil
 import subprocess
+import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -42,13 +46,16 @@ def _job(tmp_path: Path, name: str, command: list[str], nodes: int = 2, runtime:
     return write_job(tmp_path, job, name)
 
 
-def _talking_nodes_runtime(mpijob: Invoke, tmp_path: Path, name: str) -> None:
-    """A copy of mpi-distributed whose node pods print `node step 1` at once and `node step 2` 2s later."""
+TALKING_NODE = 'echo "node step 1 $(hostname)"; sleep 2; echo "node step 2 $(hostname)"; sleep 120'
+
+
+def _talking_nodes_runtime(mpijob: Invoke, tmp_path: Path, name: str, node_script: str = TALKING_NODE) -> None:
+    """A copy of mpi-distributed whose node pods run `node_script` (by default: print `node step 1` at once
+    and `node step 2` 2s later)."""
     base = yaml.safe_load(mpijob("get", "runtimes", "mpi-distributed", "-o", "yaml").stdout)
     node = next(rj for rj in base["spec"]["template"]["spec"]["replicatedJobs"] if rj["name"] == "node")
     container = node["template"]["spec"]["template"]["spec"]["containers"][0]
-    container["command"] = ["bash", "-c", ('echo "node step 1 $(hostname)"; sleep 2; echo "node step 2 $(hostname)"; '
-                            "sleep 120")]
+    container["command"] = ["bash", "-c", node_script]
     container.pop("args", None)
     container.pop("readinessProbe", None)
     rt = {"apiVersion": base["apiVersion"], "kind": "TrainingRuntime",
@@ -121,6 +128,66 @@ def _merge_scenario(mpijob: Invoke, mpijob_proc: Invoke, tmp_path: Path, server:
     assert "node step 1" in one.stdout and "node step 2" in one.stdout and "launcher" not in one.stdout
     assert mpijob_proc("logs", "wl-merge", "--grep", "(").exit_code == Exit.INVALID
     assert mpijob_proc("logs", "wl-merge", "--since", "1h").stdout == plain
+
+
+def _pump(stream: Any, into: queue.Queue[str | None]) -> None:
+    """Each line of `stream` into `into`, then None at its end."""
+    for line in iter(stream.readline, ""):
+        into.put(line)
+    into.put(None)
+
+
+def _until_go(barrier: Path) -> str:
+    """Shell that waits (at most 90 s) for the test to create `barrier/go`, and fails if it never does."""
+    return (f'for i in $(seq 1800); do test -e {barrier}/go && break; sleep 0.05; done; '
+            f'test -e {barrier}/go || {{ echo "no go after 90 s"; exit 3; }}')
+
+
+def test_logs_follow_shows_a_node_pods_lines_while_the_launcher_still_runs(
+    mpijob: Invoke, tmp_path: Path, server: Any, http: Any
+) -> None:
+    """What a node pod prints reaches `mpijob logs -f` while the job runs: the launcher waits for a file
+    that the test creates only after the node's first line was shown, and the node prints again after it."""
+    barrier = Path(tempfile.mkdtemp(prefix="mpijob-live-nodes-"))  # the host's /tmp: pods see it
+    barrier.chmod(0o777)  # the pods' users look here
+    node_script = f'echo "node first $(hostname)"; {_until_go(barrier)}; echo "node saw go $(hostname)"; sleep 120'
+    _talking_nodes_runtime(mpijob, tmp_path, "wl-live-nodes", node_script)
+    follow: subprocess.Popen[str] | None = None
+    try:
+        launcher = ["bash", "-c", f'echo "launcher waits"; {_until_go(barrier)}; echo "launcher released"']
+        assert mpijob("create", "-f", str(_job(tmp_path, "wl-live", launcher, nodes=3,
+                                              runtime="wl-live-nodes"))).exit_code == 0
+        follow = subprocess.Popen([str(MPIJOB_BIN), "logs", "wl-live", "--follow"], env=_env(server),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=_pump, args=(follow.stdout, lines), daemon=True).start()
+        seen: list[str] = []
+        deadline = time.monotonic() + 120
+        while not any("node first" in x for x in seen):
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))  # queue.Empty past the deadline
+            assert line is not None, f"logs -f ended before a node's line: {seen} {follow.stderr.read()}"  # type: ignore[union-attr]
+            seen.append(line)
+        # the node's line came while the launcher still waits for the go that only this test gives
+        tj = http.get("/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/wl-live").json()
+        assert not [c for c in tj.get("status", {}).get("conditions", []) if c["type"] in ("Complete", "Failed")
+                    and c["status"] == "True"], tj["status"]
+        assert not any("launcher released" in x for x in seen), seen
+        assert re.match(r"^\[wl-live-node-0-\d+-\w+\] node first \S+$", seen[-1].rstrip("\n")), seen
+        (barrier / "go").touch()
+        assert follow.wait(timeout=120) == 0, follow.stderr.read()  # type: ignore[union-attr]  # it ends with the job
+        while (line := lines.get(timeout=10)) is not None:  # what it printed after the go, to its end
+            seen.append(line)
+        rest = "".join(seen)
+        assert rest.count("node first") == 2 and rest.count("node saw go") == 2, rest
+        assert "launcher released" in rest, rest
+    finally:
+        if follow is not None and follow.poll() is None:
+            follow.kill()
+            follow.wait()
+        mpijob("delete", "trainjob", "wl-live")
+        assert http.delete("/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainingruntimes/wl-live-nodes"
+                           ).status_code == 200
+        shutil.rmtree(barrier, ignore_errors=True)
 
 
 def test_wait_on_a_failing_job_exits_job_failed_and_its_logs_stay(mpijob: Invoke, mpijob_proc: Invoke,

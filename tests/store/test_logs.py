@@ -39,3 +39,25 @@ def test_lines_stored_before_ranks_were_kept_still_read_whole(tmp_path: Path) ->
                      b"2026-01-01T00:00:03.000000000Z one\n")
     assert logs.read("ns", "old", "node") == b"hello world\n\none\n"
     assert logs.read("ns", "old", "node", ranks=True) == b"- hello world\n- \n- one\n"
+
+
+def test_a_tail_sends_what_is_there_after_the_lines_skipped_then_whole_new_lines(tmp_path: Path) -> None:
+    logs = LogStore(tmp_path)
+    path = logs.path("ns", "pod", "node")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"2026-01-01T00:00:01.000000000Z - one\n2026-01-01T00:00:02.000000000Z - two\n"
+                     b"2026-01-01T00:00:03.000000000Z - thr")  # a line still being written is not sent
+    assert logs.tail("ns", "pod", "node").first == b"one\ntwo\n"
+    assert logs.tail("ns", "pod", "node", tail_lines=1, ranks=True).first == b"- two\n"
+    assert logs.tail("ns", "pod", "node", skip_lines=1).first == b"two\n"  # resumed after the first line
+    assert logs.tail("ns", "pod", "node", skip_lines=5).first == b""
+    tail = logs.tail("ns", "pod", "node", skip_lines=2)
+    assert tail.first == b"" and tail.read() == b""
+    with path.open("ab") as f:
+        f.write(b"ee\n2026-01-01T00:00:04.000000000Z - fo")
+    assert tail.read() == b"three\n"
+    assert tail.read() == b""
+    with path.open("ab") as f:
+        f.write(b"ur\n")
+    assert tail.read() == b"four\n"
+    assert logs.tail("ns", "gone", "node").read() == b""  # no file yet: nothing, no error

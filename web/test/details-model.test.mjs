@@ -182,16 +182,29 @@ describe('merged logs', () => {
     assert.equal(logs.timeKey('not a time'), 0);
   });
 
-  test('add places a late line by its time; replace swaps one pod\'s lines; text writes them out', () => {
+  test('add places a late line by its time; addAll places a batch; text writes them out', () => {
     const log = new logs.MergedLog();
     log.add('u1', 'a', '2025-03-01T10:00:02Z 0 two');
     log.add('u2', 'b', '2025-03-01T10:00:01Z 1 one');
     log.add('u2', 'b', '2025-03-01T10:00:03Z 1 three');
     assert.deepEqual(log.lines.map((l) => l.text), ['one', 'two', 'three']);
-    log.replace('u2', 'b', ['2025-03-01T10:00:04Z 1 four', '', '2025-03-01T10:00:00Z 1 zero']);
-    assert.deepEqual(log.lines.map((l) => l.text), ['zero', 'two', 'four']);
-    assert.equal(log.text(), '2025-03-01T10:00:00Z b 1 zero\n2025-03-01T10:00:02Z a 0 two\n2025-03-01T10:00:04Z b 1 four\n');
+    log.addAll('u2', 'b', ['2025-03-01T10:00:00Z 1 zero', '', '2025-03-01T10:00:04Z 1 four']);
+    assert.deepEqual(log.lines.map((l) => l.text), ['zero', 'one', 'two', 'three', 'four']);
+    assert.equal(log.text(log.lines.slice(0, 2)), '2025-03-01T10:00:00Z b 1 zero\n2025-03-01T10:00:01Z b 1 one\n');
     assert.equal(log.text([]), '');
+    clearTimeout(log.timer);
+  });
+
+  test('a large batch (a whole log) is merged by time, equal times after the lines already there', () => {
+    const log = new logs.MergedLog();
+    const at = (i) => `2025-03-01T10:00:00.${String(i).padStart(6, '0')}Z`; // microseconds: a key's precision
+    log.addAll('u1', 'launcher', Array.from({ length: 100 }, (_, i) => `${at(2 * i)} 0 l${i}`));
+    log.addAll('u2', 'node', Array.from({ length: 100 }, (_, i) => `${at(2 * i + 1)} - n${i}`));
+    log.addAll('u3', 'other', Array.from({ length: 70 }, (_, i) => `${at(2 * i)} - o${i}`));
+    const keys = log.lines.map((l) => l.key);
+    assert.deepEqual(keys, [...keys].sort((a, b) => a - b));
+    assert.equal(log.lines.length, 270);
+    assert.deepEqual(log.lines.slice(0, 4).map((l) => l.text), ['l0', 'o0', 'n0', 'l1']);
     clearTimeout(log.timer);
   });
 
@@ -221,7 +234,7 @@ describe('merged logs', () => {
   test('past MAX_LINES the oldest lines are dropped and counted', () => {
     const log = new logs.MergedLog();
     const n = logs.MAX_LINES + 3;
-    log.replace('u', 'p', Array.from({ length: n }, (_, i) => `2025-03-01T10:00:00.${String(i).padStart(9, '0')}Z l${i}`));
+    log.addAll('u', 'p', Array.from({ length: n }, (_, i) => `2025-03-01T10:00:00.${String(i).padStart(9, '0')}Z l${i}`));
     assert.equal(log.lines.length, logs.MAX_LINES);
     assert.equal(log.dropped, 3);
     assert.equal(log.lines[0].text, 'l3');

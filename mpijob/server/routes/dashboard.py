@@ -8,6 +8,8 @@ Kubernetes has no API for.
   it for the session cookie; `GET` tells the page who it is and its CSRF token; `DELETE` logs out.
 * `GET /dashboard/docs/FILE`: the project's docs (and its README), which every help link of the page opens.
 * `GET /dashboard/api/watch`: many watches over one connection (`mpijob.server.routes.fanin`).
+* `GET /dashboard/api/namespaces/NS/logs`: many pods' logs followed over one connection
+  (`mpijob.server.routes.logfanin`).
 * `GET /dashboard/api/namespaces`: the namespaces whose TrainJobs the user may list (RBAC, asked per
   namespace), since only a cluster-wide reader may list namespaces themselves.
 * `GET /dashboard/api/namespaces/NS/trainjobs/NAME/usage`: each pod's CPU, memory and GPU use over
@@ -33,7 +35,7 @@ from mpijob.api.core import errors, rbac
 from mpijob.api.core.resources import NAMESPACES, PODS, TRAINJOBS
 from mpijob.api.core.selectors import Requirement
 from mpijob.server.http import json_response, read_body
-from mpijob.server.routes import fanin
+from mpijob.server.routes import fanin, logfanin
 from mpijob.server.routes.paths import not_found_path
 from mpijob.server.sessions import TICKET_SECONDS, Sessions
 from mpijob.server.state import Cluster
@@ -169,6 +171,11 @@ def may(request: Request, verb: str, res: Any, namespace: str, group: str | None
 @router.get(f"{API}/watch")
 async def watch_many(request: Request) -> Response:
     return fanin.watch_many(request, _cluster(request), _user(request))
+
+
+@router.get(f"{API}/namespaces/{{namespace}}/logs")
+async def follow_logs(request: Request, namespace: str) -> Response:
+    return logfanin.follow_many(request, _cluster(request), _user(request), namespace)
 
 
 def visible(request: Request) -> Obj:

@@ -12,6 +12,7 @@ import { useMergedLogs } from './useMergedLogs.js';
 import { sortPods } from './model.js';
 
 const RENDER_STEP = 1000;
+const NAMED_MAX = 4; // live pods named in the status line; past this, counted
 const NONE = [];
 const ALL = '*';
 const NO_RANK = '-';
@@ -68,16 +69,10 @@ function download(name, text) {
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
-/** The role whose pods print the program's output: the launcher, if the runtime has one. */
-function followRole(runtime) {
-  const jobs = (runtime && runtime.spec.template && runtime.spec.template.spec && runtime.spec.template.spec.replicatedJobs) || [];
-  return !runtime || jobs.some((j) => j.name === 'launcher') ? 'launcher' : 'node';
-}
-
-export default function Logs({ job, pods, runtime }) {
+export default function Logs({ job, pods }) {
   const { name } = job.metadata;
   const may = useCanI({ verb: 'get', resource: 'pods', subresource: 'log', namespace: job.metadata.namespace });
-  const { log, version, states, reread } = useMergedLogs(job.metadata.namespace, may ? pods : NONE, followRole(runtime));
+  const { log, version, states } = useMergedLogs(job.metadata.namespace, may ? pods : NONE);
   const [pod, setPod] = useState(ALL);
   const [rank, setRank] = useState(ALL);
   const [query, setQuery] = useState('');
@@ -188,10 +183,8 @@ export default function Logs({ job, pods, runtime }) {
           <Button variant="link" isInline onClick={() => setLimit(limit + RENDER_STEP)}>{`Show ${fmt(RENDER_STEP)} more`}</Button>
         )}
         {log.dropped > 0 && <span>{`The first ${fmt(log.dropped)} lines were dropped (at most ${fmt(MAX_LINES)} are kept).`}</span>}
-        <span>{live.length ? `Following ${live.join(', ')} live.` : 'No pod is running: the logs are complete.'}</span>
-        {Object.entries(states).some(([uid, r]) => r.state === 'read' && pods.some((p) => p.metadata.uid === uid)) && (
-          <Button variant="link" isInline onClick={reread} data-testid="log-reread">{"Re-read the node pods' logs"}</Button>
-        )}
+        <span data-testid="log-live">{live.length ? `Following ${live.length > NAMED_MAX ? `${fmt(live.length)} pods` : live.join(', ')} live.`
+          : 'No pod is running: the logs are complete.'}</span>
         {Object.entries(states).filter(([, r]) => r.state === 'error').map(([uid, r]) => (
           <span key={uid} className="mpijob-log__error">{`${label(r.name)}: its log is not readable`}</span>
         ))}

@@ -3,6 +3,7 @@
 
 export const MAX_LINES = 200000; // older lines are dropped past this (the page says so; Download has the rest)
 const UPDATE_MS = 100; // well within the 1 s a rank's line may take to show
+const SPLICE_MAX = 64; // a batch of more lines than this is merged in one pass rather than placed line by line
 
 /** `<RFC3339Nano> <rank|-> <text>` (the ranks header's shape); else `<RFC3339Nano> <text>`. */
 export function parseLine(raw) {
@@ -49,7 +50,12 @@ export class MergedLog {
 
   /** One line as it arrives: appended, or placed by its time when another pod's stream ran ahead. */
   add(src, pod, raw) {
-    const e = this.entry(src, pod, raw);
+    this.place(this.entry(src, pod, raw));
+    this.trim();
+    this.changed();
+  }
+
+  place(e) {
     const { lines } = this;
     if (!lines.length || lines[lines.length - 1].key <= e.key) lines.push(e);
     else {
@@ -58,23 +64,28 @@ export class MergedLog {
       while (lo < hi) { const mid = (lo + hi) >> 1; if (lines[mid].key <= e.key) lo = mid + 1; else hi = mid; }
       lines.splice(lo, 0, e);
     }
-    this.trim();
-    this.changed();
   }
 
   /**
-   * A pod's whole log, read again: its old lines go, the new ones are merged in. By uid: a resumed job's
-   * pods may come back under the same names, and the lines of their first run stay.
+   * A batch of one pod's lines, in its log's order (a whole log when its stream starts): placed by time.
+   * Merged in one pass when the batch is large (every pod's log at once is not a splice per line); a few
+   * lines are placed one by one, near the end where live lines go.
    */
-  replace(src, pod, raws) {
-    const fresh = raws.filter((r) => r !== '').map((r) => this.entry(src, pod, r)).sort((a, b) => a.key - b.key || a.seq - b.seq);
-    const rest = this.lines.filter((l) => l.src !== src);
-    const merged = new Array(rest.length + fresh.length);
-    let i = 0; let j = 0; let k = 0;
-    while (i < rest.length || j < fresh.length) {
-      merged[k++] = (j >= fresh.length || (i < rest.length && rest[i].key <= fresh[j].key)) ? rest[i++] : fresh[j++];
+  addAll(src, pod, raws) {
+    const fresh = raws.filter((r) => r !== '').map((r) => this.entry(src, pod, r));
+    if (!fresh.length) return;
+    const { lines } = this;
+    if (fresh.length <= SPLICE_MAX) {
+      fresh.forEach((e) => this.place(e));
+    } else {
+      fresh.sort((a, b) => a.key - b.key || a.seq - b.seq);
+      const merged = new Array(lines.length + fresh.length);
+      let i = 0; let j = 0; let k = 0;
+      while (i < lines.length || j < fresh.length) {
+        merged[k++] = (j >= fresh.length || (i < lines.length && lines[i].key <= fresh[j].key)) ? lines[i++] : fresh[j++];
+      }
+      this.lines = merged;
     }
-    this.lines = merged;
     this.trim();
     this.changed();
   }
