@@ -36,6 +36,10 @@ def defaults(**extra: list) -> Authorizer:
     ("GET", "/api/v1/namespaces/ns/pods", "watch=true", ("watch", "", "pods", "", "ns", "")),
     ("GET", "/api/v1/watch/namespaces/ns/pods", "", ("watch", "", "pods", "", "ns", "")),
     ("GET", "/api/v1/namespaces/ns/pods/p/log", "", ("get", "", "pods", "log", "ns", "p")),
+    # a session's WebSocket opens with a GET, which kube authorizes as `create` (KEP-4006)
+    ("GET", "/api/v1/namespaces/ns/pods/p/exec", "command=sh", ("create", "", "pods", "exec", "ns", "p")),
+    ("POST", "/api/v1/namespaces/ns/pods/p/attach", "", ("create", "", "pods", "attach", "ns", "p")),
+    ("GET", "/api/v1/namespaces/ns/pods/p/portforward", "", ("create", "", "pods", "portforward", "ns", "p")),
     ("PUT", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ns/trainjobs/j/status", "",
      ("update", "trainer.kubeflow.org", "trainjobs", "status", "ns", "j")),
     ("DELETE", "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/localqueues", "",

@@ -312,3 +312,45 @@ def _read_until(fd: int, want: bytes, timeout: float) -> bytes:
                 break
     return seen
 
+
+
+def test_attach_writes_to_a_container_that_reads_stdin(api: httpx.Client, job: dict[str, str], server: Any) -> None:
+    """A runtime whose launcher asks for a stdin (`stdin: true`): `kubectl attach -i` writes to what it reads,
+    and shows what it prints back."""
+    runtimes = "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes"
+    runtime = api.get(f"{runtimes}/mpi-distributed").json()
+    runtime["metadata"] = {"name": "ee-sess-stdin"}
+    runtime.pop("status", None)
+    for rj in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        if rj["name"] == "launcher":
+            rj["template"]["spec"]["template"]["spec"]["containers"][0]["stdin"] = True
+    assert api.post(runtimes, json=runtime).status_code == 201
+    echo = ["sh", "-c", "while read line; do echo got:$line; done"]
+    create(api, trainjob("sess-stdin", echo, num_nodes=1, runtime="ee-sess-stdin"), job["ns"])
+    launcher = ""
+
+    def running() -> bool:
+        nonlocal launcher
+        launcher = next((p["metadata"]["name"] for p in job_pods(api, "sess-stdin", job["ns"])
+                         if "launcher" in p["metadata"]["name"] and p.get("status", {}).get("phase") == "Running"), "")
+        return bool(launcher)
+
+    wait_for(running, timeout=scaled(60), what="sess-stdin's launcher running")
+    attach = subprocess.Popen([KUBECTL, "--kubeconfig", str(server.kubeconfig), "attach", "-i", "-n", job["ns"],
+                               launcher], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              start_new_session=True)
+    try:
+        assert attach.stdin is not None and attach.stdout is not None
+        seen = b""
+        deadline = time.monotonic() + scaled(20)
+        while b"got:hello-42" not in seen and time.monotonic() < deadline:
+            attach.stdin.write(b"hello-42\n")  # again until seen: the first may come before the session is up
+            attach.stdin.flush()
+            if select.select([attach.stdout], [], [], 0.5)[0]:
+                seen += os.read(attach.stdout.fileno(), 4096)
+        assert b"got:hello-42" in seen, seen
+    finally:
+        attach.kill()
+        attach.wait()
+        api.delete(f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{job['ns']}/trainjobs/sess-stdin")
+        api.delete(f"{runtimes}/ee-sess-stdin")
