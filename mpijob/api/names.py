@@ -244,6 +244,8 @@ AUDIT_ANNOTATION_EXIT_CODE = "mpijob.io/exit-code"
 # The identity the Trainer controller writes a TrainJob's status as (Trainer's controller-manager
 # ServiceAccount in upstream's manifests), with the groups a ServiceAccount token authenticates with.
 TRAINER_CONTROLLER_NAMESPACE = "kubeflow-system"
+# Trainer's ConfigMap there holding its version, which the upstream SDK reads and every authenticated user may
+TRAINER_PUBLIC_CONFIGMAP = "kubeflow-trainer-public"
 TRAINER_CONTROLLER_SA = "kubeflow-trainer-controller-manager"
 TRAINER_CONTROLLER_USER = f"system:serviceaccount:{TRAINER_CONTROLLER_NAMESPACE}:{TRAINER_CONTROLLER_SA}"
 TRAINER_CONTROLLER_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{TRAINER_CONTROLLER_NAMESPACE}",

@@ -19,6 +19,8 @@ from mpijob.api.core.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     CONFIGMAPS,
     NAMESPACES,
+    ROLE_BINDINGS,
+    ROLES,
     SERVICE_ACCOUNTS,
     Resource,
 )
@@ -31,6 +33,8 @@ from mpijob.api.names import (
     LABEL_NAMESPACE_NAME,
     ROOT_CA_CONFIGMAP,
     ROOT_CA_DESCRIPTION,
+    TRAINER_CONTROLLER_NAMESPACE,
+    TRAINER_PUBLIC_CONFIGMAP,
 )
 from mpijob.api.openshift import scc
 from mpijob.store.objects import Store
@@ -40,7 +44,6 @@ LEGACY_MPI_USER = 1000  # upstream's runAsUser and fsGroup, which the bundled ru
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kubeflow-system")
 TRAINER_VERSION = "2.1.0"
-VERSION_CONFIGMAP = "kubeflow-trainer-public"
 
 
 def run(store: Store, ca_pem: str = "") -> None:
@@ -53,7 +56,7 @@ def run(store: Store, ca_pem: str = "") -> None:
         store,
         CONFIGMAPS,
         {
-            "metadata": {"name": VERSION_CONFIGMAP, "namespace": "kubeflow-system",
+            "metadata": {"name": TRAINER_PUBLIC_CONFIGMAP, "namespace": TRAINER_CONTROLLER_NAMESPACE,
                          "labels": {LABEL_APP_NAME: "trainer"}},
             "data": {"kubeflow_trainer_version": TRAINER_VERSION},
         },
@@ -76,6 +79,10 @@ def rbac_policy_objects(store: Store) -> None:
         _reconcile_role(store, role)
     for binding in rbac_policy.cluster_role_bindings():
         _create_missing(store, CLUSTER_ROLE_BINDINGS, binding)
+    for role in rbac_policy.roles():
+        _create_missing(store, ROLES, role)
+    for binding in rbac_policy.role_bindings():
+        _create_missing(store, ROLE_BINDINGS, binding)
     reconcile_aggregation(store)
 
 

@@ -15,7 +15,12 @@ Kueue install have them.
 * Trainer's user-facing roles, named `kubeflow-trainer-admin|edit|view` and aggregated into `admin`,
   `edit`, `view` (and Kubeflow's `kubeflow-admin|edit|view`) as Kubeflow's manifests aggregate the
   training roles: TrainJobs for `edit`, TrainingRuntimes too for `admin`, everything read-only for
-  `view`.
+  `view`. What Trainer's manifests give every authenticated user: reading ClusterTrainingRuntimes
+  (`kubeflow-trainer-view-cluster-runtimes`) and the `kubeflow-trainer-public` ConfigMap in
+  `kubeflow-system` (a Role and RoleBinding there), which the upstream SDK reads first.
+* One deliberate addition: Kueue's viewers of Workloads and of a LocalQueue's pending workloads are
+  aggregated into `view`/`edit`/`admin` too (upstream an admin binds `kueue-batch-user-role`), so whoever
+  may run jobs in a namespace sees why they wait (docs/parity.md).
 * MPI Operator's `kubeflow-mpijobs-admin|edit|view`, as its manifests aggregate them (and into
   `admin`, `edit`, `view`), for the MPIJobs the local cluster serves.
 * OpenShift's `system:openshift:scc:nonroot-v2` and `system:openshift:scc:anyuid`: the `use` of that
@@ -42,6 +47,7 @@ AUTOUPDATE = {names.ANNOTATION_RBAC_AUTOUPDATE: "true"}
 CLUSTER_ADMIN, ADMIN, EDIT, VIEW = "cluster-admin", "admin", "edit", "view"
 KUEUE_BATCH_ADMIN, KUEUE_BATCH_USER = "kueue-batch-admin-role", "kueue-batch-user-role"
 TRAINER_ADMIN, TRAINER_EDIT, TRAINER_VIEW = "kubeflow-trainer-admin", "kubeflow-trainer-edit", "kubeflow-trainer-view"
+TRAINER_VIEW_CLUSTER_RUNTIMES = "kubeflow-trainer-view-cluster-runtimes"
 HISTORY_VIEW = "mpijob-history-view"
 MPIJOBS_ADMIN, MPIJOBS_EDIT, MPIJOBS_VIEW = "kubeflow-mpijobs-admin", "kubeflow-mpijobs-edit", "kubeflow-mpijobs-view"
 
@@ -61,11 +67,14 @@ def _cluster_role(name: str, rules: list[Obj], labels: dict[str, str] | None = N
     return role
 
 
-def _binding(name: str, role: str, groups: list[str]) -> Obj:
+def _binding(name: str, role: str, groups: list[str], namespace: str = "", bootstrap: bool = True) -> Obj:
+    """A ClusterRoleBinding of `role`, or in `namespace` a RoleBinding of the Role `role`, to `groups`."""
+    meta: Obj = {"name": name, **({"namespace": namespace} if namespace else {})}
+    if bootstrap:
+        meta |= {"labels": dict(DEFAULTS_LABEL), "annotations": dict(AUTOUPDATE)}
     return {
-        "apiVersion": RBAC_API_VERSION, "kind": "ClusterRoleBinding",
-        "metadata": {"name": name, "labels": dict(DEFAULTS_LABEL), "annotations": dict(AUTOUPDATE)},
-        "roleRef": {"apiGroup": names.RBAC_GROUP, "kind": "ClusterRole", "name": role},
+        "apiVersion": RBAC_API_VERSION, "kind": "RoleBinding" if namespace else "ClusterRoleBinding", "metadata": meta,
+        "roleRef": {"apiGroup": names.RBAC_GROUP, "kind": "Role" if namespace else "ClusterRole", "name": role},
         "subjects": [{"apiGroup": names.RBAC_GROUP, "kind": "Group", "name": g} for g in groups],
     }
 
@@ -158,7 +167,7 @@ def _kueue() -> list[Obj]:
         editor("resourceflavors", False, admin),
         viewer("resourceflavors", False, admin, names.LABEL_AGGREGATE_TO_ADMIN),
         editor("workloads", True, admin),
-        viewer("workloads", True, admin, user),
+        viewer("workloads", True, admin, user, *to_all),  # into view/edit/admin: ours (module doc)
         editor("cohorts", False, admin),
         viewer("cohorts", False, admin, names.LABEL_AGGREGATE_TO_ADMIN),
         editor("workloadpriorityclasses", False, admin),
@@ -170,7 +179,8 @@ def _kueue() -> list[Obj]:
         role("pending-workloads-cq-viewer-role",
              [rule([names.KUEUE_VISIBILITY_GROUP], ["clusterqueues/pendingworkloads"], READ_VERBS)], admin),
         role("pending-workloads-lq-viewer-role",
-             [rule([names.KUEUE_VISIBILITY_GROUP], ["localqueues/pendingworkloads"], READ_VERBS)], admin, user),
+             [rule([names.KUEUE_VISIBILITY_GROUP], ["localqueues/pendingworkloads"], READ_VERBS)], admin, user,
+             *to_all),
     ]
 
 
@@ -186,6 +196,8 @@ def _trainer() -> list[Obj]:
         _cluster_role(TRAINER_VIEW, [rule(t, ["trainjobs", "trainingruntimes", "clustertrainingruntimes"], READ_VERBS),
                                      rule(t, ["trainjobs/status"], ["get"])],
                       {names.LABEL_AGGREGATE_TO_VIEW: "true", names.LABEL_KUBEFLOW_AGGREGATE_TO_VIEW: "true"},
+                      bootstrap=False),
+        _cluster_role(TRAINER_VIEW_CLUSTER_RUNTIMES, [rule(t, ["clustertrainingruntimes"], READ_VERBS)],
                       bootstrap=False),
     ]
 
@@ -247,4 +259,20 @@ def cluster_role_bindings() -> list[Obj]:
         _binding("system:basic-user", "system:basic-user", [names.SYSTEM_AUTHENTICATED]),
         _binding("system:public-info-viewer", "system:public-info-viewer",
                  [names.SYSTEM_AUTHENTICATED, names.SYSTEM_UNAUTHENTICATED]),
+        _binding(TRAINER_VIEW_CLUSTER_RUNTIMES, TRAINER_VIEW_CLUSTER_RUNTIMES, [names.SYSTEM_AUTHENTICATED],
+                 bootstrap=False),
     ]
+
+
+def roles() -> list[Obj]:
+    """Trainer's Role in its namespace: `get` on the ConfigMap the upstream SDK reads its version from."""
+    public = names.TRAINER_PUBLIC_CONFIGMAP
+    return [{"apiVersion": RBAC_API_VERSION, "kind": "Role",
+             "metadata": {"name": public, "namespace": names.TRAINER_CONTROLLER_NAMESPACE},
+             "rules": [{**rule([""], ["configmaps"], ["get"]), "resourceNames": [public]}]}]
+
+
+def role_bindings() -> list[Obj]:
+    public = names.TRAINER_PUBLIC_CONFIGMAP
+    return [_binding(public, public, [names.SYSTEM_AUTHENTICATED], names.TRAINER_CONTROLLER_NAMESPACE,
+                     bootstrap=False)]
