@@ -50,6 +50,8 @@ def test_hello_example_through_kubectl(kubectl: Kubectl, home: Path) -> None:
     rows = [line.split() for line in pods_out[1:]]
     assert len(rows) == nodes and {r[2] for r in rows} == {"Completed"}, pods_out
     launcher = next(r[0] for r in rows if f"{job}-launcher-" in r[0])
+    everything = kubectl("get", "all", "-n", NS).stdout  # the `all` category: its pods
+    assert all(r[0] in everything for r in rows), everything
 
     logs = kubectl("logs", "-n", NS, launcher).stdout
     # what the ranks printed, as on a Trainer cluster: no Open MPI rank tags

@@ -30,6 +30,7 @@ def test_core_resource_list(http: httpx.Client) -> None:
     assert pods["namespaced"] is True and pods["kind"] == "Pod" and pods["singularName"] == "pod"
     assert "po" in pods["shortNames"] and {"get", "list", "watch", "create", "delete", "patch"} <= set(pods["verbs"])
     assert by_name["pods/log"]["verbs"] == ["get"]
+    assert pods["categories"] == ["all"]  # `kubectl get all`: kube's workload kinds, of which pods are served
     assert by_name["pods/exec"]["kind"] == "PodExecOptions" and by_name["pods/exec"]["verbs"] == ["create", "get"]
     assert by_name["pods/portforward"]["kind"] == "PodPortForwardOptions"
     assert "update" in by_name["pods/status"]["verbs"]

@@ -46,7 +46,9 @@ BUILTIN_GROUPS = frozenset({"", names.RBAC_GROUP, names.NETWORKING_GROUP})
 NAMESPACES = Resource("", "v1", "namespaces", "namespace", "Namespace", False, ("ns",), ("status",))
 # kube's connect subresources of a pod: a session with it (`routes/connect.py`), authorized as `create`
 CONNECT_SUBRESOURCES = ("exec", "attach", "portforward")
-PODS = Resource("", "v1", "pods", "pod", "Pod", True, ("po",), ("status", "log", *CONNECT_SUBRESOURCES))
+# `all`: kube's category of the workload kinds (`kubectl get all`); pods are the one of them served here
+PODS = Resource("", "v1", "pods", "pod", "Pod", True, ("po",), ("status", "log", *CONNECT_SUBRESOURCES),
+                categories=("all",))
 EVENTS = Resource("", "v1", "events", "event", "Event", True, ("ev",))
 SECRETS = Resource("", "v1", "secrets", "secret", "Secret", True)
 CONFIGMAPS = Resource("", "v1", "configmaps", "configmap", "ConfigMap", True, ("cm",))
