@@ -10,7 +10,9 @@ failures become `Unreachable`, a request that gets no answer in time a `TimeoutE
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import itertools
 import sys
 import time
 from collections.abc import AsyncIterator, Generator, Iterator
@@ -83,6 +85,21 @@ class KubeAuth(httpx.Auth):
                 yield request
 
 
+# client-go retries a request that changes nothing when its connection failed before any answer (a reset, an
+# EOF, a TLS handshake a loaded server cut short), with backoff; so do both connections. Not a refused
+# connection (no server: said at once) nor a read that timed out (it waited its whole bound already).
+RETRY_DELAYS = (0.2, 0.8, 2.0)  # seconds before each retry
+IDEMPOTENT = frozenset({"GET", "HEAD"})
+
+
+def _retry_delay(call: Call, exc: httpx.TransportError, attempt: int) -> float | None:
+    """How long to wait before sending `call` again after `exc` on its `attempt`-th try; None: do not."""
+    if call.method not in IDEMPOTENT or attempt >= len(RETRY_DELAYS) or isinstance(exc, httpx.ReadTimeout):
+        return None
+    said = _transport_error(exc, "")
+    return None if isinstance(said, Unreachable) and "connection refused" in str(said) else RETRY_DELAYS[attempt]
+
+
 def _transport_error(exc: httpx.TransportError, url: str) -> Exception:
     """`Unreachable` naming the innermost reason, or a `TimeoutError` for an answer that never came."""
     if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
@@ -141,10 +158,15 @@ class Connection(_Base):
         self.close()
 
     def send(self, call: Call) -> Any:
-        try:
-            resp = self._http.send(self._request(self._http, call))
-        except httpx.TransportError as exc:
-            raise _transport_error(exc, self.url) from exc
+        for attempt in itertools.count():
+            try:
+                resp = self._http.send(self._request(self._http, call))
+                break
+            except httpx.TransportError as exc:
+                delay = _retry_delay(call, exc, attempt)
+                if delay is None:
+                    raise _transport_error(exc, self.url) from exc
+                time.sleep(delay)
         return call.answer(resp.status_code, resp.reason_phrase, resp.content)
 
     def run(self, op: Op[T] | Call) -> T:
@@ -241,10 +263,15 @@ class AsyncConnection(_Base):
         await self._http.aclose()
 
     async def send(self, call: Call) -> Any:
-        try:
-            resp = await self._http.send(self._request(self._http, call))
-        except httpx.TransportError as exc:
-            raise _transport_error(exc, self.url) from exc
+        for attempt in itertools.count():
+            try:
+                resp = await self._http.send(self._request(self._http, call))
+                break
+            except httpx.TransportError as exc:
+                delay = _retry_delay(call, exc, attempt)
+                if delay is None:
+                    raise _transport_error(exc, self.url) from exc
+                await asyncio.sleep(delay)
         return call.answer(resp.status_code, resp.reason_phrase, resp.content)
 
     async def run(self, op: Op[T] | Call) -> T:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import struct
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -48,3 +52,68 @@ def test_refused_connection_is_server_unavailable(tmp_path: Path) -> None:
     with Connection(choose_cluster(kc)) as cluster, pytest.raises(Unreachable) as e:
         cluster.list_trainjobs()
     assert f"127.0.0.1:{port}" in str(e.value) and "connection refused" in str(e.value)
+
+
+class _Dropping:
+    """A TCP relay to the real server that cuts the first `drop` connections at once (a reset, as a loaded
+    server's TLS handshake cut short), then relays: what a transient failure looks like to a client."""
+
+    def __init__(self, target: tuple[str, int], drop: int) -> None:
+        self.target, self.drop, self.seen = target, drop, 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.seen += 1
+            if self.seen <= self.drop:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
+                continue
+            up = socket.create_connection(self.target)
+            for a, b in ((conn, up), (up, conn)):
+                threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _pipe(a: socket.socket, b: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while data := a.recv(65536):
+            b.sendall(data)
+    with contextlib.suppress(OSError):
+        b.shutdown(socket.SHUT_WR)
+
+
+def _through(kubeconfig: Path, port: int, tmp_path: Path) -> Path:
+    config = yaml.safe_load(kubeconfig.read_text())
+    for c in config["clusters"]:
+        c["cluster"]["server"] = f"https://127.0.0.1:{port}"
+    path = tmp_path / "through"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_a_read_survives_transient_connection_failures_and_a_write_is_not_repeated(server: Any,
+                                                                                      tmp_path: Path) -> None:
+    """Two connections cut before any answer: a list (a GET) is sent again and answers; a create is not
+    repeated (it may have happened), and says why it failed."""
+    host, port = server.url.removeprefix("https://").rsplit(":", 1)
+    relay = _Dropping((host, int(port)), drop=2)
+    try:
+        through = choose_cluster(_through(server.kubeconfig, relay.port, tmp_path))
+        with Connection(through) as c:
+            assert isinstance(c.list_trainjobs(), list)
+            assert relay.seen == 3
+        relay.drop, relay.seen = 1, 0
+        with Connection(through) as c, pytest.raises(Unreachable):  # a new connection: the first is cut
+            c.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "not-made"}})
+        assert relay.seen == 1
+    finally:
+        relay.close()
