@@ -230,19 +230,19 @@ def test_exec_port_forward_and_cp_enter_a_rootless_pod(env: dict[str, str], home
         assert run("exec", node, "--", "cat", "f.txt").stdout == "rootless\n"
         assert run("cp", f"{node}:f.txt", str(tmp_path / "back.txt")).returncode == 0
         assert (tmp_path / "back.txt").read_text() == "rootless\n"
+        # the rank's server up first: kubectl ends a port-forward whose connection the pod refused
+        up = run("exec", node, "--", "sh", "-c",
+                 "for i in $(seq 100); do curl -s 127.0.0.1:7200 >/dev/null && exit 0; sleep 0.2; done; exit 1")
+        assert up.returncode == 0, up
         forward = subprocess.Popen([*kubectl, "port-forward", f"pod/{node}", ":7200"], stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
         try:
             assert forward.stdout is not None
             port = re.search(r"127\.0\.0\.1:(\d+)", forward.stdout.readline())
             assert port, forward
-            listing = ""
-            for _ in range(20):  # the rank's server may still be starting
-                got = subprocess.run(["curl", "-s", f"http://127.0.0.1:{port[1]}/"], capture_output=True, text=True)
-                if "Directory listing" in (listing := got.stdout):
-                    break
-                time.sleep(0.5)
-            assert "Directory listing" in listing, listing
+            got = subprocess.run(["curl", "-sS", f"http://127.0.0.1:{port[1]}/"], capture_output=True, text=True,
+                                 timeout=30)
+            assert "Directory listing" in got.stdout, got
         finally:
             forward.kill()
             forward.wait()
