@@ -12,7 +12,9 @@ STAMP := $(VENV)/.installed
 # prometheus: the real Prometheus that tests/e2e/test_prometheus.py runs against a server (docs/metrics.md);
 # curl: the plain-HTTPS progress report of docs/progress.md, which tests/e2e/test_progress_e2e.py sends from a rank
 # libfabric1: the network layer Intel MPI loads (the impi-rt wheel's own libfabric is a wheel PyPI does not carry)
-APT_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client prometheus curl libfabric1
+# elfutils: its eu-stack reads a native (C, Fortran) rank's stack for `mpijob debug stacks` (docs/debugging.md);
+# quicker than gdb (0.01 s a rank, gdb 0.5 s), which is used only where eu-stack is missing
+APT_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client prometheus curl libfabric1 elfutils
 # chromium + chromium-driver: the dashboard's browser tests (tests/dashboard) and bench/dashboard.py
 TEST_APT_PACKAGES := chromium chromium-driver
 # The suite runs on TEST_WORKERS processes (pytest-xdist), each module's tests in one of them, so its module

@@ -40,6 +40,7 @@ COMMANDS = {
     "resume": ("mpijob.cli.suspend_cmd", "resume"),
     "wait": ("mpijob.cli.wait_cmd", "wait"),
     "top": ("mpijob.cli.top_cmd", "top"),
+    "debug": ("mpijob.cli.debug_cmd", "debug_app"),
     "audit": ("mpijob.cli.audit_cmd", "audit"),
     "history": ("mpijob.cli.history_cmd", "history"),
     "dashboard": ("mpijob.cli.dashboard_cmd", "dashboard"),

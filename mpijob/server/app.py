@@ -34,6 +34,7 @@ from mpijob.server.routes import (
     history,
     metrics,
     progress,
+    stacks,
     visibility,
 )
 from mpijob.server.routes.paths import Discovery, not_found_path, parse
@@ -105,6 +106,7 @@ def _routes(app: FastAPI) -> None:
     app.include_router(history.router)  # mpijob.io's job records (`mpijob history`), likewise
     app.include_router(progress.router)  # POST of a job's progress to trainjobs/<name>/status (Trainer's status server)
     app.include_router(metrics.router)  # /metrics and metrics.k8s.io (kubectl top), computed, not stored
+    app.include_router(stacks.router)  # a running job's ranks' stacks (`mpijob debug stacks`), under /dashboard/api
     app.include_router(dashboard.router)  # /dashboard/: the page, its login, and what kube has no API for
 
     @app.get("/healthz")

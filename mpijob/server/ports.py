@@ -11,7 +11,7 @@ when the controllers run (`MPIJOB_NO_CONTROLLERS` unset).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,6 +21,7 @@ from mpijob.api.kueue.snapshot import Snapshot
 from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.api.trainer.mpi_impl import Implementation
 from mpijob.api.trainer.plan import RunPlan
+from mpijob.api.trainer.stacks import RankStack
 from mpijob.store.home import Home
 from mpijob.store.objects import Store
 
@@ -49,6 +50,8 @@ class Controllers:
     kubernetes_service: tuple[str, int]  # the `kubernetes` Service's address in a job's network: `kubelet.network`
     metrics: Callable[[Store, LogStore], Metrics]  # the server's metrics registry: `controllers.metrics.Metrics`
     manager: Callable[[Store, LogStore, Home, Metrics], Manager]  # the controllers: `controllers.manager.Manager`
+    # every rank's stack of the run of the job with this uid (None: it has none): `trainer.stacks.of_run`
+    stacks: Callable[[Manager, str], Awaitable[list[RankStack] | None]]
 
 
 def connect() -> Controllers:
@@ -69,12 +72,18 @@ def connect() -> Controllers:
 
         return Manager(store, logs, home, metrics)
 
+    async def stacks(manager: Manager, uid: str) -> list[RankStack] | None:
+        from mpijob.controllers.trainer import stacks as rank_stacks  # with the runtime, as `manager`
+
+        return await rank_stacks.of_run(manager.kinds.runs(), uid)
+
     return Controllers(
-        mpi_refusal=mpi_refusal, admit_pods=scc.admit, with_limit_ranges=quotas.with_limit_ranges,
+        mpi_refusal=mpi_refusal, admit_pods=scc.admit,
+        with_limit_ranges=quotas.with_limit_ranges,
         namespace_usage=quotas.namespace_usage, render_workload=workloads.render_workload,
         local_queues=workloads.local_queue_map, snapshot=workloads.build_snapshot,
         queue_positions=scheduler.positions, kubernetes_service=kubernetes_service(), metrics=Metrics,
-        manager=manager,
+        manager=manager, stacks=stacks,
     )
 
 

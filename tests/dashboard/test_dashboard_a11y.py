@@ -14,7 +14,7 @@ from browser_support import Dashboard, axe_report, describe, wait_for
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 
-TABS = ["overview", "configuration", "workers", "logs", "metrics", "events"]
+TABS = ["overview", "configuration", "workers", "logs", "metrics", "events", "stacks"]
 PAGES = ["jobs", "create", "create-yaml", *(f"details-{t}" for t in TABS), "queues", "cluster", "history",
          "docs/troubleshooting.md"]
 
@@ -41,6 +41,8 @@ def show(dash: Dashboard, page: str, job: str) -> None:
             wait_for(lambda: dash.find('[data-testid="workers-table"] tbody tr'), "the worker pods")
         if tab == "events":
             wait_for(lambda: dash.find('[data-testid="event-row"]'), "the events")
+        if tab == "stacks":
+            dash.one('[data-testid="read-stacks"]')
     else:
         dash.go(f"#/{page}")
     dash.settled(page)

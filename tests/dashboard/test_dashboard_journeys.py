@@ -26,7 +26,7 @@ from selenium.webdriver.common.by import By
 from support import TRAINER, add_user, create, finished_as, trainjob, wait_finished
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
-TABS = ["Overview", "Configuration", "Workers", "Logs", "Metrics", "Events"]
+TABS = ["Overview", "Configuration", "Workers", "Logs", "Metrics", "Events", "Stacks"]
 # The program the form submits: every rank prints a line, then works for 3 s (seen Running).
 FORM_COMMAND = ["mpirun", "bash", "-c", 'echo "rank $OMPI_COMM_WORLD_RANK greets the dashboard"; sleep 3']
 # Harmless console errors: a 403/404 the page asked for and showed as such (a forbidden namespace, a
@@ -150,6 +150,8 @@ def test_create_a_two_node_job_with_the_form_and_watch_it_complete(dash: Dashboa
             dash.one('[data-testid^="chart-"], [data-testid="no-usage"]')
         elif title == "Events":
             wait_for(lambda: dash.find('[data-testid="event-row"]'), "the job's events")
+        elif title == "Stacks":  # a finished job has none (a running one's: test_dashboard_stacks.py)
+            assert not dash.one('[data-testid="read-stacks"]').is_enabled()
         dash.screenshot(f"details-{title.lower()}")
     # search the logs: every match marked
     open_tab(dash, "Logs")

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from mpijob.api import names
 from mpijob.api.trainer.failures import Facts, Failure, PodFacts
+from mpijob.api.trainer.stacks import stack_hint
 
 
 def wireup_timeout(facts: Facts) -> Failure:
@@ -41,7 +42,7 @@ def stalled(facts: Facts) -> Failure:
     first = idle[0] if idle else _launcher(facts)
     return Failure(names.FAILURE_STALLED, f"nothing was printed and no process of pods {pods}{ranks} used CPU for "
                    f"{facts.bound:g}s", "A rank waits for something that never comes: a peer that ended quietly, a "
-                   "lock, a file, input. Look at what the ranks wait for (py-spy dump, gdb -p), or, for a job that "
+                   f"lock, a file, input; {stack_hint(facts.job, facts.namespace or 'default')}. For a job that "
                    f"is quiet on purpose, give it longer (annotation {names.ANNOTATION_STALL_TIMEOUT}) or only a "
                    f"warning ({names.ANNOTATION_ON_STALL}: {names.ON_STALL_WARN}).", first.name,
                    min(facts.idle_ranks) if facts.idle_ranks else None, first.host)

@@ -81,6 +81,7 @@ class Facts:
     idle: tuple[str, ...] = ()  # the pods whose processes used no CPU for `bound` seconds
     idle_ranks: tuple[int, ...] = ()  # the ranks running in them
     why: tuple[tuple[str, str], ...] = ()  # (pod, what the runner could tell of why it is not ready)
+    namespace: str = ""  # the job's, where a message names a command to run on it
 
 
 @dataclass(frozen=True)

@@ -103,21 +103,25 @@ class Verdicts:
 
     # -- the watchdog: bounds no exit shows (watchdog.py) ------------------------------------------------
 
+    def watched_pods(self) -> list[watchdog.Pod]:
+        """The run's pods as /proc shows them: their top processes, cgroups and markers (the watchdog's, and
+        `stacks.py`'s way to the ranks)."""
+        return [watchdog.Pod(pod.name, tuple(p.pid for k, p in self.procs.items() if k.pod == pod.name),
+                             self.cgroups.get(pod.name), pod.is_launcher, tuple(self.env.marker(pod).items()))
+                for pod in self.plan.pods]
+
     def _watchdog(self) -> watchdog.Watchdog:
         launcher = next(p for p in self.plan.pods if p.is_launcher)
-        watched = [watchdog.Pod(pod.name, tuple(p.pid for k, p in self.procs.items() if k.pod == pod.name),
-                                self.cgroups.get(pod.name), pod.is_launcher, tuple(self.env.marker(pod).items()))
-                   for pod in self.plan.pods]
         log = self.logs.path(self.plan.namespace, launcher.name, names.CONTAINER)
         tracker = watchdog.Tracker(self.bounds, asyncio.get_running_loop().time())
         orphans = not self.mode.private  # no PID namespace: ranks may outlive their pod's group
-        return watchdog.Watchdog(watched, self.impl.rank_variables, log, tracker, orphans=orphans)
+        return watchdog.Watchdog(self.watched_pods(), self.impl.rank_variables, log, tracker, orphans=orphans)
 
     def _verdict_facts(self, verdict: watchdog.Verdict) -> failures.Facts:
         launcher = next(p for p in self.plan.pods if p.is_launcher)
         return self._facts(launcher.name, bound=verdict.bound, world_size=verdict.world_size,
                            ranks_seen=verdict.ranks_seen, reporting=verdict.reporting, daemons=verdict.daemons,
-                           idle=verdict.idle, idle_ranks=verdict.idle_ranks)
+                           idle=verdict.idle, idle_ranks=verdict.idle_ranks, namespace=self.plan.namespace)
 
     def _report(self, verdict: watchdog.Verdict) -> None:
         """A stall begun (its message, with the idle pods and ranks) or ended, for the controller to show."""

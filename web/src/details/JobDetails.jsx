@@ -13,10 +13,11 @@ import Workers from './Workers.jsx';
 import Logs from './Logs.jsx';
 import Metrics from './Metrics.jsx';
 import Events from './Events.jsx';
+import Stacks from './Stacks.jsx';
 
 const TABS = [
   ['overview', 'Overview', Overview], ['configuration', 'Configuration', Configuration], ['workers', 'Workers', Workers],
-  ['logs', 'Logs', Logs], ['metrics', 'Metrics', Metrics], ['events', 'Events', Events],
+  ['logs', 'Logs', Logs], ['metrics', 'Metrics', Metrics], ['events', 'Events', Events], ['stacks', 'Stacks', Stacks],
 ];
 
 function Details({ namespace, name, tab, user }) {
