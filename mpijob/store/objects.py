@@ -225,8 +225,9 @@ class Store:
         current = self.try_get(res, meta.get("namespace", ""), meta["name"])
         return current if current is not None else self.create(res, obj)
 
-    def update(self, res: Resource, obj: Obj, *, status: bool = False) -> Obj:
-        """Replace an object. `status=True` writes only `.status` (the status subresource);
+    def update(self, res: Resource, obj: Obj, *, status: bool = False, managed_fields: bool = False) -> Obj:
+        """Replace an object. `status=True` writes only `.status` (the status subresource), and with
+        `managed_fields=True` also `metadata.managedFields` (who owns what, which a status write changes);
         otherwise `.status` is kept as stored. A stale `resourceVersion` is a 409 Conflict."""
         meta = obj.get("metadata", {})
         name, ns = meta.get("name", ""), _ns(res, meta.get("namespace", ""))
@@ -241,6 +242,10 @@ class Store:
         if status:
             new = copy.deepcopy(current)
             new["status"] = copy.deepcopy(obj.get("status", {}))
+            if managed_fields:
+                new["metadata"].pop("managedFields", None)
+                if meta.get("managedFields"):
+                    new["metadata"]["managedFields"] = copy.deepcopy(meta["managedFields"])
         else:
             new = copy.deepcopy(obj)
             cur_meta = current["metadata"]

@@ -195,9 +195,13 @@ def test_server_side_apply_creates_then_merges(http: httpx.Client) -> None:
     body = configmap(n, a="1")
     first = http.patch(f"{CM}/{n}", params={"fieldManager": "t"}, content=json.dumps(body), headers=headers)
     assert first.status_code == 201, first.text
-    second = http.patch(f"{CM}/{n}", params={"fieldManager": "t"}, headers=headers,
+    # another manager's fields merge in; the first manager's re-apply without `a` removes only its own field
+    second = http.patch(f"{CM}/{n}", params={"fieldManager": "u"}, headers=headers,
                         content=f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\ndata:\n  b: '2'\n")
     assert second.status_code == 200 and second.json()["data"] == {"a": "1", "b": "2"}
+    third = http.patch(f"{CM}/{n}", params={"fieldManager": "t"}, headers=headers,
+                       content=f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\n")
+    assert third.status_code == 200 and third.json()["data"] == {"b": "2"}
 
 
 def test_status_subresource_writes_only_status(http: httpx.Client) -> None:

@@ -21,6 +21,7 @@ from mpijob.api.core.resources import (
     CONNECT_SUBRESOURCES,
     MPIJOBS,
     NAMESPACES,
+    PODS,
     TRAINJOBS,
     Resource,
     served_versions,
@@ -28,7 +29,7 @@ from mpijob.api.core.resources import (
 )
 from mpijob.api.core.selectors import parse_fields, parse_labels
 from mpijob.api.kueue.conversion import from_storage, to_storage
-from mpijob.server import admission, authz, bootstrap, patch
+from mpijob.server import admission, authz, bootstrap, fieldmanager, patch
 from mpijob.server.audit import current_user
 from mpijob.server.http import (
     json_response,
@@ -137,7 +138,7 @@ def _require_namespace(cluster: Cluster, res: Resource, namespace: str) -> None:
 def _fresh(res: Resource, obj: Obj) -> Obj:
     """What a create keeps of a client's object: no server-owned metadata, status per kind."""
     meta = obj["metadata"]
-    for key in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "generation", "managedFields"):
+    for key in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "generation"):
         meta.pop(key, None)
     if res.group and "status" in res.subresources:
         obj.pop("status", None)  # custom resources with a status subresource start without one
@@ -168,11 +169,15 @@ def _requester(request: Request, res: Resource, obj: Obj, old: Obj | None) -> No
         meta["annotations"] = annotations
 
 
-async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None = None) -> Response:
+async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None = None, applied: bool = False
+                 ) -> Response:
+    """Create; `applied` when `body` is the result of an apply, whose `managedFields` are already set."""
     res = t.res
     if res.namespaced and t.namespace is None:
         raise errors.method_not_allowed(f"{res.plural} are namespaced: POST to .../namespaces/<ns>/{res.plural}")
     obj = body if body is not None else await read_object(request)
+    if not applied:
+        fieldmanager.manager(request, "CreateOptions")
     admission.check_type(res, obj)
     admission.check_namespace(res, obj, t.namespace)
     admission.generate_name(obj)
@@ -184,6 +189,8 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
     _requester(request, stored, obj, None)
     admission.uid_ranges(cluster.store, stored, obj, None)
     obj = admission.admit(stored, _fresh(stored, obj), None)
+    if not applied:
+        fieldmanager.record(obj, fieldmanager.track(request, res, from_storage(res, obj), None))
     admission.check_references(cluster.store, stored, obj, authz.user_of(request.scope), cluster.sandbox_mode,
                                cluster.controllers)
     authz.check_escalation(cluster.store, request.scope, stored, obj)
@@ -201,19 +208,23 @@ async def create(request: Request, cluster: Cluster, t: Target, body: Obj | None
 
 
 def _write(request: Request, cluster: Cluster, res: Resource, client_res: Resource, new: Obj, old: Obj,
-           status: bool) -> Response:
-    """Admit and store an update (answered in the client's version `client_res`, with kube's warnings);
-    finish a pending deletion once its last finalizer is gone."""
+           status: bool, applied: bool = False) -> Response:
+    """Admit and store an update (answered in the client's version `client_res`, with kube's warnings), its
+    `managedFields` recorded unless an apply (`applied`) set them; finish a pending deletion once its last
+    finalizer is gone."""
     dropped = admission.unknown_fields(client_res, new, request.query_params.get("fieldValidation"))
     _requester(request, res, new, old)
     admission.uid_ranges(cluster.store, res, new, old)
     new = admission.admit(res, new, old)
+    if not applied:
+        fieldmanager.record(new, fieldmanager.track(request, client_res, from_storage(client_res, new),
+                                                    from_storage(client_res, old), "status" if status else ""))
     authz.check_escalation(cluster.store, request.scope, res, new)
     warned = [] if status else admission.warnings(res, new, old, cluster.sandbox_mode, cluster.controllers)
     warnings = dropped + warned
     if _dry_run(request):
         return _render(request, client_res, new, warnings=warnings)
-    stored = cluster.store.update(res, new, status=status)
+    stored = cluster.store.update(res, new, status=status, managed_fields=True)
     meta = stored["metadata"]
     if meta.get("deletionTimestamp") and not meta.get("finalizers"):
         stored = cluster.store.delete(res, meta.get("namespace", ""), meta["name"])
@@ -224,6 +235,7 @@ async def update(request: Request, cluster: Cluster, t: Target) -> Response:
     assert t.name is not None
     res = t.res
     obj = await read_object(request)
+    fieldmanager.manager(request, "UpdateOptions")
     admission.check_type(res, obj)
     admission.check_namespace(res, obj, t.namespace)
     admission.check_name(obj, t.name)
@@ -261,6 +273,7 @@ async def patch_object(request: Request, cluster: Cluster, t: Target) -> Respons
                               f"the body of the request was in an unknown format - accepted media types "
                               f"include: {', '.join([*appliers, patch.APPLY])}")
     body = await read_body(request)
+    fieldmanager.manager(request, "PatchOptions")
     old = cluster.store.get(res, ns, t.name)
     seen = from_storage(res, old)  # a patch applies to the object as the client's version shows it
     stored, new = to_storage(res, _keep_identity(res, appliers[ctype](seen, body), seen))
@@ -268,10 +281,12 @@ async def patch_object(request: Request, cluster: Cluster, t: Target) -> Respons
 
 
 async def _apply(request: Request, cluster: Cluster, t: Target) -> Response:
-    """Server-side apply, approximated: create when missing, else merge the applied object in."""
+    """Server-side apply (`fieldmanager.apply`): creates the object when missing, else merges the applied
+    configuration in by field ownership."""
     assert t.name is not None
     res, ns = t.res, t.namespace or ""
     applied = await read_object(request, yaml_ok=True)
+    fieldmanager.manager(request, "PatchOptions", apply=True)
     admission.check_type(res, applied)
     admission.check_namespace(res, applied, t.namespace)
     admission.check_name(applied, t.name)
@@ -279,11 +294,12 @@ async def _apply(request: Request, cluster: Cluster, t: Target) -> Response:
     if old is None:
         if t.subresource == "status":
             raise errors.not_found(res.plural, t.name, res.group)
-        return await create(request, cluster, t, body=applied)
+        return await create(request, cluster, t, body=fieldmanager.apply(request, res, None, applied), applied=True)
     applied["metadata"].pop("resourceVersion", None)
     seen = from_storage(res, old)
-    stored, new = to_storage(res, _keep_identity(res, patch.merge_patch(seen, applied), seen))
-    return _write(request, cluster, stored, res, new, old, t.subresource == "status")
+    merged = fieldmanager.apply(request, res, seen, applied, t.subresource or "")
+    stored, new = to_storage(res, _keep_identity(res, merged, seen))
+    return _write(request, cluster, stored, res, new, old, t.subresource == "status", applied=True)
 
 
 async def _delete_options(request: Request) -> Obj:
