@@ -67,7 +67,9 @@ def as_list(items: list[Obj]) -> Obj:
 
 
 def dump(data: Any, fmt: str) -> None:
-    """Print an object (or a List) as `json` or `yaml`, nothing else on stdout."""
+    """Print an object (or a List) as `json` or `yaml`, nothing else on stdout; without `managedFields`, which
+    kubectl hides too unless asked (`kubectl get -o yaml --show-managed-fields`)."""
+    data = _without_managed_fields(data)
     if fmt == "json":
         sys.stdout.write(json.dumps(data, indent=4, sort_keys=False) + "\n")
     else:
@@ -75,6 +77,17 @@ def dump(data: Any, fmt: str) -> None:
 
         sys.stdout.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
     sys.stdout.flush()
+
+
+def _without_managed_fields(data: Any) -> Any:
+    if not isinstance(data, dict):
+        return data
+    if isinstance(data.get("items"), list):
+        return {**data, "items": [_without_managed_fields(item) for item in data["items"]]}
+    meta = data.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        return {**data, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return data
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[str]], console: Console | None = None) -> None:

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from cli_support import Invoke, example, trainjob_names, write_job
 from mpijob.client.config import choose_cluster
@@ -137,3 +138,13 @@ def test_logs_without_a_launcher_exits_4(mpijob: Invoke, tmp_path: Path) -> None
     r = mpijob("logs", "cmd-nolog")
     assert r.exit_code == 4 and "no launcher pod" in r.stderr and "Suspended" in r.stderr
     assert mpijob("delete", "trainjob", "cmd-nolog").exit_code == 0
+
+
+def test_dump_hides_managed_fields_as_kubectl_does(capsys: pytest.CaptureFixture[str]) -> None:
+    from mpijob.cli.output import dump
+
+    managed = [{"manager": "kubectl", "operation": "Apply"}]
+    dump({"kind": "List", "items": [{"metadata": {"name": "a", "managedFields": managed}}]}, "json")
+    dump({"metadata": {"name": "b", "managedFields": managed}}, "yaml")
+    out = capsys.readouterr().out
+    assert "managedFields" not in out and '"name": "a"' in out and "name: b" in out
