@@ -15,8 +15,9 @@ STAMP := $(VENV)/.installed
 # elfutils: its eu-stack reads a native (C, Fortran) rank's stack for `mpijob debug stacks` (docs/debugging.md);
 # quicker than gdb (0.01 s a rank, gdb 0.5 s), which is used only where eu-stack is missing
 APT_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client prometheus curl libfabric1 elfutils
-# chromium + chromium-driver: the dashboard's browser tests (tests/dashboard) and bench/dashboard.py
-TEST_APT_PACKAGES := chromium chromium-driver
+# chromium + chromium-driver: the dashboard's browser tests (tests/dashboard) and bench/dashboard.py;
+# gcc: what mpicc runs, to build the C programs of tests/e2e/test_debug_stacks.py (libopenmpi-dev brings gcc-12 only)
+TEST_APT_PACKAGES := chromium chromium-driver gcc
 # The suite runs on TEST_WORKERS processes (pytest-xdist), each module's tests in one of them, so its module
 # fixtures (a server, the jobs it starts) are made once; the long modules go first (tests/conftest.py). The
 # suite mostly waits on real jobs (on 2 cores, 2 processes took 622 s, 4 took 447-485 s), but 4 on a fresh

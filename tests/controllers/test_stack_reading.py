@@ -56,7 +56,9 @@ def _ranks(proc: subprocess.Popen[bytes]) -> list[stacks.RankProcess]:
     def found() -> list[stacks.RankProcess] | None:
         ranks = stacks.find_ranks([Pod("p", (proc.pid,), None)], RANKS, orphans=False)
         names = [Path(f"/proc/{r.pid}/comm").read_text().strip() for r in ranks]
-        return ranks if len(names) == 2 and names[0] == "sleep" and names[1].startswith("python") else None
+        # rank 1 is the program, not the agent caught before it renamed itself (under load, it was)
+        program = len(ranks) == 2 and b"prog.py" in Path(f"/proc/{ranks[1].pid}/cmdline").read_bytes()
+        return ranks if program and names[0] == "sleep" and names[1].startswith("python") else None
 
     return wait_for(found, "rank 0's sleep and rank 1's Python below the agent", timeout=30)
 

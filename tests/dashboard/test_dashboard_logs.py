@@ -46,7 +46,8 @@ def talking_nodes(api: httpx.Client, barrier: Path) -> Iterator[str]:
     base = api.get(f"{TRAINER}/clustertrainingruntimes/mpi-distributed").json()
     node = next(rj for rj in base["spec"]["template"]["spec"]["replicatedJobs"] if rj["name"] == "node")
     container = node["template"]["spec"]["template"]["spec"]["containers"][0]
-    script = f'echo "node first $(hostname)"; {until_go(barrier)}; echo "node saw go $(hostname)"; sleep 120'
+    script = (f'echo "node first $(hostname)"; {until_go(barrier)}; echo "node saw go $(hostname)"; '
+              f'touch {barrier}/saw-$(hostname); sleep 120')
     container["command"] = ["bash", "-c", script]
     container.pop("args", None)
     container.pop("readinessProbe", None)
@@ -66,7 +67,11 @@ def log_text(dash: Dashboard) -> str:
 def test_a_node_pods_lines_appear_live_while_the_job_runs(dash: Dashboard, api: httpx.Client, barrier: Path,
                                                           talking_nodes: str) -> None:
     name = f"live-nodes-{uuid.uuid4().hex[:5]}"
-    script = f'echo "launcher waits"; {until_go(barrier)}; echo "launcher released"'
+    # released only once both nodes have printed after the go: the job's end (which stops the nodes) cannot
+    # come first, as under load it once did, their second lines never printed
+    saw = (f'for i in $(seq 1800); do [ "$(ls {barrier} | grep -c ^saw-)" = {NODES - 1} ] && break; sleep 0.05; '
+           'done')
+    script = f'echo "launcher waits"; {until_go(barrier)}; {saw}; echo "launcher released"'
     job: dict[str, Any] = trainjob(name, ["bash", "-c", script], num_nodes=NODES)
     job["spec"]["runtimeRef"] = {"name": talking_nodes, "kind": "TrainingRuntime", "apiGroup": "trainer.kubeflow.org"}
     create(api, job)
