@@ -544,3 +544,14 @@ REASON_PROGRESSING = "ProgressResumed"
 # mpirun still running after its ranks had all ended and the log had gone quiet: ended, the job's outcome the ranks'
 REASON_LAUNCHER_HUNG = "LauncherDidNotExit"
 REASON_UNHEALTHY = "Unhealthy"  # the kubelet's Warning Event of a pod whose readiness probe fails
+
+# -- Bare pods: a Pod no job owns (`kubectl run`), run by the local kubelet (api/core/bare_pods.py,
+# api/core/restarts.py, controllers/kubelet/bare_pods.py; docs/bare-pods.md) -----------------------------
+RESTART_ALWAYS, RESTART_ON_FAILURE, RESTART_NEVER = "Always", "OnFailure", "Never"  # a pod's restartPolicy
+REASON_CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"  # the kubelet's waiting reason while a restart backs off
+REASON_BACK_OFF = "BackOff"  # its Warning Event then
+REASON_SCHEDULED = "Scheduled"  # kube-scheduler's Event on a pod it bound
+# the kubelet's Events on a container it made, started, or stops
+REASON_CREATED, REASON_STARTED, REASON_KILLING = "Created", "Started", "Killing"
+# a terminated container's reasons besides REASON_OOM_KILLED, by its exit code (0 or not)
+REASON_CONTAINER_COMPLETED, REASON_CONTAINER_ERROR = "Completed", "Error"

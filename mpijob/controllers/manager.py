@@ -3,7 +3,8 @@
 Restart policy (docs/restarts.md): pods outlive the server under their supervisors (`kubelet/shim.py`).
 A job whose pods had started is re-adopted from its run record (`JobRunner.resume`); without one (a
 run of an older server) it fails `ControlPlaneRestarted`. Processes and job networks of runs that are
-not re-adopted (their job was deleted meanwhile) are removed. Jobs that had not started simply start.
+not re-adopted (their job was deleted meanwhile) are removed. Jobs that had not started simply start. Bare
+pods (no job owns them: `kubelet/bare_pods.py`) are taken over the same way, from their own records.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from mpijob.controllers.claims import Claims
 from mpijob.controllers.jobkinds import KINDS, JobControllerType, JobKinds
 from mpijob.controllers.kubelet import capacity, gc, network, node
 from mpijob.controllers.kubelet.admission import PodAdmission
+from mpijob.controllers.kubelet.bare_pods import BarePods
 from mpijob.controllers.kubelet.entry import PodEntry
 from mpijob.controllers.kubelet.sandbox import check_mode, detect_mode, guarantees
 from mpijob.controllers.kueue.integrations import Integrations
@@ -57,10 +59,12 @@ class Manager:
         self.queueing = Queueing(store, self._evict, self.metrics.kueue)
         self.accounting = Accounting(home.history)  # the job history (`mpijob history`)
         gpus = int(parse_quantity(self.capacity.get(capacity.GPU, "0")))
+        admission = PodAdmission(store, home, self.sandbox_mode, self.cluster_id, gpus)
         self.kinds = JobKinds.build(JobContext(  # every kind of job, each with its controller (jobkinds.py)
-            store, logs, home, self.sandbox_mode, self.cluster_id,
-            PodAdmission(store, home, self.sandbox_mode, self.cluster_id, gpus), self.accounting,
+            store, logs, home, self.sandbox_mode, self.cluster_id, admission, self.accounting,
             self.queueing.kick, self.metrics, self.queueing), kinds)
+        # the pods no job owns (`kubectl run`), run as a node pod is (docs/bare-pods.md)
+        self.bare_pods = BarePods(store, logs, home, self.sandbox_mode, self.cluster_id, admission)
         self.integrations = Integrations(self.kinds)  # how Kueue's verdicts reach each kind's controller
         self.node = node.node_name()  # the machine, as the Node its kubelet registers
         self.sampler = Sampler(self._running_pods, interval_from_env())  # what pods and the machine use
@@ -80,10 +84,12 @@ class Manager:
         runs = self.kinds.runs()
         if runs:
             log.warning("re-adopted %d running job(s) of a previous server", len(runs))
-        keep = {f"{r.plan.namespace}/{p.name}" for r in runs for p in r.plan.pods}
+        self.bare_pods.recover()
+        bare, bare_networks = self.bare_pods.kept()
+        keep = {f"{r.plan.namespace}/{p.name}" for r in runs for p in r.plan.pods} | bare
         if killed := gc.kill_leftovers(self.cluster_id, keep):
             log.warning("killed %d processes left by a previous server", killed)
-        keep_networks = {network.namespace_name(self.cluster_id, r.plan.uid) for r in runs}
+        keep_networks = {network.namespace_name(self.cluster_id, r.plan.uid) for r in runs} | bare_networks
         if networks := network.remove_leftovers(self.sandbox_mode, self.cluster_id, keep_networks):
             log.warning("removed %d job networks left by a previous server", networks)
         self.claims.recover()
@@ -100,6 +106,7 @@ class Manager:
             for job in self.store.list(kind.kind.resource)[0]:
                 self.kinds.reconcile(job, kind)
                 kind.observe(job, added=False)  # the finished TrainJobs make the run-time history
+        self.bare_pods.resync()
 
     async def stop(self, drain: bool = False) -> None:
         """Stop the controllers. Running jobs run on under their pods' supervisors, for the next server to
@@ -110,8 +117,10 @@ class Manager:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         if drain:
-            await asyncio.gather(*(c.stop(uid, Stop.drained()) for c in self.kinds for uid in list(c.runners)))
+            await asyncio.gather(*(c.stop(uid, Stop.drained()) for c in self.kinds for uid in list(c.runners)),
+                                 self.bare_pods.stop(drain))
             return
+        await self.bare_pods.stop(drain)
         tasks = [task for c in self.kinds for _, task in c.runners.values()]
         for task in tasks:
             task.cancel()  # the runner lets go; its pods do not notice
@@ -149,6 +158,7 @@ class Manager:
             if kind == "DELETED":
                 self._pod_deleted(obj)
             else:
+                self.bare_pods.changed(obj)  # a pod no job owns runs as the kubelet runs a pod
                 for c in self.kinds:
                     c.pod_changed(obj)  # each kind takes the pods that are its jobs'
         elif obj.get("kind") == "Workload":
@@ -163,26 +173,34 @@ class Manager:
             self._node_changed()
 
     def _node_changed(self) -> None:
-        """A label, taint or cordon changed (or a claim): the admitted jobs whose pods wait for a Node look again."""
+        """A label, taint or cordon changed (or a claim): the admitted jobs whose pods wait for a Node look again,
+        and the bare pods that wait."""
+        self.bare_pods.node_changed()
         for c in self.kinds:
             for job in self.store.list(c.kind.resource)[0]:
                 if not self.kinds.finished(c, job) and job["metadata"]["uid"] not in c.runners:
                     self.kinds.reconcile(job, c)
 
     def _running_pods(self) -> list[RunningPod]:
-        """What the sampler reads: every pod of a running job (of any kind) that has a cgroup, with its GPUs."""
+        """What the sampler reads: every pod of a running job (of any kind) that has a cgroup, with its GPUs, and
+        every running bare pod that has one."""
         return [RunningPod(runner.plan.namespace, pod, cgroup, tuple(runner.gpus.get(pod, ())))
                 for runner in self.kinds.runs()
-                for pod, cgroup in list(runner.cgroups.items())]
+                for pod, cgroup in list(runner.cgroups.items())] + [
+            RunningPod(run.namespace, run.name, run.cgroup) for run in self.bare_pods if run.cgroup is not None]
 
     def pod_entry(self, pod: Obj) -> PodEntry | None:
         """How to get inside `pod` while it runs (`kubectl exec`, `port-forward`); None when it does not."""
         found = self.kinds.owner(pod)
-        entry = found[0].runners.get(found[1]) if found else None
+        if found is None:
+            return self.bare_pods.entry(pod)
+        entry = found[0].runners.get(found[1])
         return entry[0].entry(pod["metadata"]["name"]) if entry else None
 
     def _pod_deleted(self, pod: Obj) -> None:
-        """A running pod deleted by hand dies like a node lost on a cluster: the job fails."""
+        """A running pod deleted by hand dies like a node lost on a cluster: the job fails. A bare pod's run
+        stops, if it still ran (a pod deleted at once: forced, or with its namespace)."""
+        self.bare_pods.deleted(pod)
         found = self.kinds.owner(pod)
         entry = found[0].runners.get(found[1]) if found else None
         if entry:

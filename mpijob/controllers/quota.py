@@ -7,7 +7,8 @@ once for `count/trainjobs.trainer.kubeflow.org`; every TrainJob that has not fin
 not Failed) counts its whole run plan, launcher and every node, from its creation on, whether Kueue
 has admitted it yet or not, so two jobs can never both pass admission and then not fit. A job's usage
 is released when it finishes or is deleted. A plan's pods are counted with the namespace's current
-LimitRange defaults, as `mpijob.api.core.quota` applies them.
+LimitRange defaults, as `mpijob.api.core.quota` applies them. A bare pod (`api/core/bare_pods.py`) counts as
+kube counts a pod, from its creation until it has finished.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import logging
 from typing import Any
 
 from mpijob.api import Obj
+from mpijob.api.core import bare_pods
 from mpijob.api.core import quota as quotas
 from mpijob.api.core.errors import ApiError
 from mpijob.api.core.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     LIMIT_RANGES,
+    PODS,
     RESOURCE_QUOTAS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
@@ -70,12 +73,14 @@ def with_limit_ranges(plan: RunPlan, ranges: list[Obj]) -> RunPlan:
 
 
 def namespace_usage(store: Store, namespace: str, ranges: list[Obj] | None = None) -> quotas.Usage:
-    """What the namespace's TrainJobs use now (see the module's docstring)."""
+    """What the namespace's TrainJobs and bare pods use now (see the module's docstring)."""
     ranges = limit_ranges(store, namespace) if ranges is None else ranges
     usages = []
     for tj in store.list(TRAINJOBS, namespace)[0]:
         running = not cond.finished(tj)
         usages.append(quotas.job_usage(plan_pods(tj, runtime_of(store, tj), ranges) if running else [], running))
+    usages += [quotas.pod_usage(quotas.defaulted(bare_pods.container(p).get("resources"), ranges))
+               for p in store.list(PODS, namespace)[0] if bare_pods.is_bare(p) and not bare_pods.finished(p)]
     return quotas.add(*usages)
 
 
@@ -94,7 +99,7 @@ class QuotaStatus:
                 self.sync()
             elif obj.get("kind") == CLUSTER_TRAINING_RUNTIMES.kind:
                 self.sync()
-            elif obj.get("kind") in KINDS:
+            elif obj.get("kind") in KINDS or (obj.get("kind") == PODS.kind and bare_pods.is_bare(obj)):
                 self.sync(obj.get("metadata", {}).get("namespace") or "default")
         except Exception:
             log.exception("quota status of %s %s", event, obj.get("metadata", {}).get("name"))

@@ -22,6 +22,7 @@ from mpijob.api.core.resources import (
     MPIJOBS,
     NAMESPACES,
     NETWORK_POLICIES,
+    PODS,
     RESOURCE_QUOTAS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
@@ -94,7 +95,13 @@ def check_references(store: Store, res: Resource, obj: dict[str, Any], user: rba
 
     The job's run plan is resolved once, when a check first needs it, and every check reads that one plan
     (a frozen `RunPlan`, whose pod specs none of them changes); a runtime that cannot run raises its 422
-    from the first check that asks, as it would from a fresh resolve there."""
+    from the first check that asks, as it would from a fresh resolve there.
+
+    A new Pod no job owns runs on this machine when the controllers run (docs/bare-pods.md): they admit it
+    (`kubelet/bare_admission.py`: what cannot run here is refused, its SCC, LimitRange and quota applied)."""
+    if res.key == PODS.key and sandbox_mode is not None:
+        controllers.admit_bare_pod(store, obj, user, sandbox_mode)
+        return
     if res.key == MPIJOBS.key:
         check_mpijob_fits(store, obj, controllers)
     if res is not TRAINJOBS:

@@ -41,6 +41,8 @@ class Controllers:
     # `kubelet.mpi_installs.missing`, then `sandbox_refusal`.
     mpi_refusal: Callable[[Implementation, SandboxMode | None], str]
     admit_pods: Callable[[Store, RunPlan, rbac.User | None], RunPlan]  # OpenShift's SCC admission: `scc.admit`
+    # a new Pod no job owns, admitted to run here (mutated in place), or refused: `kubelet.bare_admission.admit`
+    admit_bare_pod: Callable[[Store, Obj, rbac.User | None, SandboxMode], None]
     with_limit_ranges: Callable[[RunPlan, list[Obj]], RunPlan]  # the LimitRanges' defaults: `quota.with_limit_ranges`
     namespace_usage: Callable[[Store, str, list[Obj]], quota.Usage]  # `quota.namespace_usage`
     render_workload: Callable[[Store, Obj, RunPlan, Obj], Obj]  # a job's Workload: `kueue.workloads.render_workload`
@@ -59,7 +61,7 @@ def connect() -> Controllers:
     from mpijob.api.kueue import scheduler
     from mpijob.controllers import quota as quotas
     from mpijob.controllers import scc
-    from mpijob.controllers.kubelet import mpi_installs
+    from mpijob.controllers.kubelet import bare_admission, mpi_installs
     from mpijob.controllers.kueue import workloads
     from mpijob.controllers.metrics import Metrics
 
@@ -78,7 +80,7 @@ def connect() -> Controllers:
         return await rank_stacks.of_run(manager.kinds.runs(), uid)
 
     return Controllers(
-        mpi_refusal=mpi_refusal, admit_pods=scc.admit,
+        mpi_refusal=mpi_refusal, admit_pods=scc.admit, admit_bare_pod=bare_admission.admit,
         with_limit_ranges=quotas.with_limit_ranges,
         namespace_usage=quotas.namespace_usage, render_workload=workloads.render_workload,
         local_queues=workloads.local_queue_map, snapshot=workloads.build_snapshot,

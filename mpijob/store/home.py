@@ -56,6 +56,15 @@ class Home:
         return self.jobs / f"{namespace}_{name}_{uid[:8]}"
 
     @property
+    def pods(self) -> Path:
+        """Per-bare-pod working directories (a pod no job owns: its sandbox's files, its supervisor's records)."""
+        return self.root / "pods"
+
+    def pod_dir(self, namespace: str, name: str, uid: str) -> Path:
+        """One bare pod's directory, `pods/<namespace>_<name>_<uid[:8]>`, named as a job's is."""
+        return self.pods / f"{namespace}_{name}_{uid[:8]}"
+
+    @property
     def volumes(self) -> Path:
         """PersistentVolumeClaims' data: `volumes/pvc-<claim uid>`, kept while the claim exists
         (`mpijob.controllers.claims`)."""

@@ -16,7 +16,7 @@ import sqlite3
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from itertools import islice
 from pathlib import Path
 
@@ -54,9 +54,9 @@ class Page:
     remaining: int | None = None  # objects after this chunk; None when a selector makes it unknown
 
 
-def now() -> str:
-    """RFC 3339 with second precision and `Z`, as Kubernetes timestamps are written."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def now(after: float = 0) -> str:
+    """RFC 3339 with second precision and `Z`, as Kubernetes timestamps are written (`after` seconds from now)."""
+    return (datetime.now(UTC) + timedelta(seconds=after)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Store:
@@ -265,14 +265,15 @@ class Store:
             return current
         return self._write(res, ns, name, "MODIFIED", new)
 
-    def mark_deleting(self, res: Resource, namespace: str, name: str) -> Obj:
-        """Set `deletionTimestamp` (objects with finalizers wait for them before they go)."""
+    def mark_deleting(self, res: Resource, namespace: str, name: str, grace: int = 0) -> Obj:
+        """Set `deletionTimestamp` (objects with finalizers wait for them before they go; a running pod is given
+        `grace` seconds to stop, and its kubelet then deletes it, as kube's graceful deletion of a pod)."""
         ns = _ns(res, namespace)
         obj = self.get(res, ns, name)
         if obj["metadata"].get("deletionTimestamp"):
             return obj
-        obj["metadata"]["deletionTimestamp"] = now()
-        obj["metadata"]["deletionGracePeriodSeconds"] = 0
+        obj["metadata"]["deletionTimestamp"] = now(grace)
+        obj["metadata"]["deletionGracePeriodSeconds"] = grace
         return self._write(res, ns, name, "MODIFIED", obj)
 
     def delete(self, res: Resource, namespace: str, name: str) -> Obj:

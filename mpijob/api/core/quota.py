@@ -272,18 +272,20 @@ def status(resource_quota: Mapping[str, Any], used: Mapping[str, int]) -> dict[s
 
 
 def check(quotas: Iterable[Mapping[str, Any]], used: Mapping[str, int],
-          pods: Sequence[Mapping[str, Any]]) -> str | None:
+          pods: Sequence[Mapping[str, Any]], bare: str = "") -> str | None:
     """Why the quotas refuse a new TrainJob whose plan has `pods` (each a container's defaulted
     resources, named `node` as every MPI container is) when the namespace already uses `used`; None
-    if they admit it. The first quota that refuses is named, as the ResourceQuota plugin does."""
+    if they admit it. The first quota that refuses is named, as the ResourceQuota plugin does. `bare`: the
+    one pod is a bare pod's (no TrainJob is counted), whose container has this name."""
     quotas = [q for q in quotas if constrains(q)]
     for q in quotas:  # Constraints, before any usage is counted
         required = sorted(k for k in hard(q) if k in MUST_SPECIFY)
         missing = [k for k in required if any(k not in pod_usage(p) for p in pods)]
         if missing:
-            said = "; ".join(f"{k} for: {names.CONTAINER}" for k in missing)
+            said = "; ".join(f"{k} for: {bare or names.CONTAINER}" for k in missing)
             return f"failed quota: {q['metadata']['name']}: must specify {said}"
-    requested = {k: v for k, v in job_usage(pods).items() if v}
+    whole = add(*(pod_usage(p) for p in pods)) if bare else job_usage(pods)
+    requested = {k: v for k, v in whole.items() if v}
     for q in quotas:
         limits = hard(q)
         asked = {k: v for k, v in requested.items() if k in limits and tracked(k)}

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from mpijob.api import Obj, names
 from mpijob.api.core import rbac
 from mpijob.api.core.errors import ApiError
-from mpijob.api.core.resources import TRAINJOBS
+from mpijob.api.core.resources import PODS, TRAINJOBS
 from mpijob.api.openshift import scc_stored
 from mpijob.api.trainer.plan import PodPlan, RunPlan
 from mpijob.api.trainer.render import service_account_name
@@ -271,7 +271,23 @@ def admit(plan: RunPlan, ranges: Ranges | None, usable_by: Callable[[PodPlan], C
     return dataclasses.replace(plan, pods=pods)
 
 
-def _fix(plan: RunPlan, pod: PodPlan, requester: str) -> str:
+def admit_pod(plan: RunPlan, ranges: Ranges | None, usable_by: Callable[[PodPlan], Collection[str]],
+              requester: str, stored: Sequence[Obj] = ()) -> RunPlan:
+    """`admit` for a bare pod (a plan of one pod, `api/core/bare_pods.plan`): its refusal is the pod's own, as
+    OpenShift refuses a pod, with the fix."""
+    (pod,) = plan.pods
+    if ranges is None:
+        raise ApiError(403, "Forbidden", f'pods "{pod.name}" is forbidden: namespace "{plan.namespace}" has no UID '
+                       f"range yet ({names.ANNOTATION_UID_RANGE})", pod.name, "", PODS.plural)
+    found = decide(pod, ranges, usable_by(pod), stored)
+    if isinstance(found, Refusal):
+        raise ApiError(403, "Forbidden", f"{found.message(pod.name)}; {_fix(plan, pod, requester, 'the pod')}",
+                       pod.name, "", PODS.plural)
+    return dataclasses.replace(plan, pods=[dataclasses.replace(
+        pod, run_as_user=found.run_as_user, run_as_group=found.run_as_group, fs_group=found.fs_group, scc=found.scc)])
+
+
+def _fix(plan: RunPlan, pod: PodPlan, requester: str, where: str = "the runtime") -> str:
     prefix = names.SERVICE_ACCOUNT_USER_PREFIX
     if requester.startswith(prefix):
         subject = f"--serviceaccount={requester[len(prefix):]}"
@@ -279,7 +295,7 @@ def _fix(plan: RunPlan, pod: PodPlan, requester: str) -> str:
         subject = f"--user={requester}"
     else:
         subject = f"--serviceaccount={plan.namespace}:{service_account_name(pod.pod_spec)}"
-    return (f"leave runAsUser, runAsGroup and fsGroup unset in the runtime to run as the namespace's UIDs, or "
+    return (f"leave runAsUser, runAsGroup and fsGroup unset in {where} to run as the namespace's UIDs, or "
             f"ask a cluster admin to grant another SCC: kubectl create rolebinding scc-{ANYUID} "
             f"--clusterrole={names.SCC_ROLE_PREFIX}{ANYUID} {subject} -n {plan.namespace}")
 

@@ -156,17 +156,19 @@ def _uncounted_containers(kind: str, obj: dict[str, Any]) -> list[Cause]:
 
 
 def _mpijob_sidecars(kind: str, obj: dict[str, Any]) -> list[Cause]:
-    """MPI Operator runs every container of a replica's pod; the local cluster runs the first one only."""
-    if kind != MPIJOB_KIND:
+    """MPI Operator runs every container of a replica's pod, and kube every container of a Pod; the local cluster
+    runs the first one only (a bare pod is one process tree: api/core/bare_pods.py)."""
+    if kind == "Pod":
+        pods = {"spec": obj.get("spec") or {}}
+    elif kind == MPIJOB_KIND:
+        replicas = ((obj.get("spec") or {}).get("mpiReplicaSpecs")) or {}
+        pods = {f"spec.mpiReplicaSpecs.{replica}.template.spec": _dig(spec, "template", "spec") or {}
+                for replica, spec in replicas.items()}
+    else:
         return []
-    out = []
-    for replica, spec in (((obj.get("spec") or {}).get("mpiReplicaSpecs")) or {}).items():
-        pod = (((spec or {}).get("template") or {}).get("spec")) or {}
-        out += [Cause(f"spec.mpiReplicaSpecs.{replica}.template.spec.containers[{k}]",
-                      f"Forbidden: only the first container of a pod runs on the local cluster; {c.get('name')!r} "
-                      "would not: remove it", "FieldValueForbidden")
-                for k, c in enumerate(pod.get("containers") or []) if k > 0]
-    return out
+    return [Cause(f"{where}.containers[{k}]", f"Forbidden: only the first container of a pod runs on the local "
+                  f"cluster; {c.get('name')!r} would not: remove it", "FieldValueForbidden")
+            for where, pod in pods.items() for k, c in enumerate(pod.get("containers") or []) if k > 0]
 
 
 def _claim_class(kind: str, obj: dict[str, Any]) -> list[str]:
@@ -200,6 +202,8 @@ def _pod_templates(kind: str, obj: dict[str, Any]) -> Iterator[tuple[str, dict[s
     elif kind == MPIJOB_KIND:
         for replica, spec in (_dig(obj, "spec", "mpiReplicaSpecs") or {}).items():
             yield f"spec.mpiReplicaSpecs.{replica}.template.spec", _dig(spec, "template", "spec"), True
+    elif kind == "Pod":
+        yield "spec", obj.get("spec") or {}, True
 
 
 def _volume_causes(kind: str, obj: dict[str, Any]) -> list[Cause]:

@@ -318,9 +318,40 @@ PERSISTENT_VOLUME_CLAIM: dict[str, Rule] = {
                                          "volumeAttributesClassName"),
 }
 
+# --- A Pod no job owns (core/v1), run as one process tree by the local kubelet (api/core/bare_pods.py) ----------
+# A pod template's field has the verdict it has in a runtime, at the Pod's own path; what differs for a bare pod
+# (its restart policy is the kubelet's to honour, no job sets a deadline for it, no sshd makes it ready) is said here.
+
+_SPEC = f"{_POD}."
+_UNSHARED = "a pod on the local cluster has namespaces of its own; it cannot share this machine's "
+_PROBES = "probes are not run for a bare pod by the local cluster: it is Ready once its container runs"
+
+POD: dict[str, Rule] = {
+    **_META,
+    **{"spec" + path[len(_POD):]: rule for path, rule in RUNTIME.items() if path == _POD or path.startswith(_SPEC)},
+    "spec.restartPolicy": _h(),
+    "spec.hostname": _h(),
+    "spec.serviceAccount": _h(),  # the deprecated twin of serviceAccountName, which kube fills in
+    "spec.dnsPolicy": Rule(WARNED, "a pod uses this machine's resolver: the local cluster runs no cluster DNS",
+                           ("ClusterFirst",)),  # what `kubectl run` sends: a kubelet without cluster DNS does the same
+    "spec.activeDeadlineSeconds": _r("a bare pod's deadline is not enforced by the local cluster yet; remove "
+                                     "activeDeadlineSeconds, or run the program as a TrainJob with one"),
+    "spec.initContainers": _r(f"init containers are {NOT_RUN} yet; run their commands first in the container's "
+                              "own command (sh -c 'setup && exec main')"),
+    "spec.hostAliases": _r("a bare pod's /etc/hosts names itself only; remove hostAliases"),
+    **{f"spec.{field}": _r(f"{_UNSHARED}{what}; remove {field}", honoured=(False,))
+       for field, what in (("hostNetwork", "network"), ("hostPID", "processes"), ("hostIPC", "IPC"))},
+    "spec.containers[]": _w("not honoured by the local cluster, which runs the container as a process tree on "
+                            "this machine"),
+    "spec.containers[].stdin": _h(),
+    "spec.containers[].securityContext.privileged": _r("a pod's processes get no privileges on the local cluster; "
+                                                       "remove privileged", honoured=(False,)),
+    **{f"spec.containers[].{probe}": _w(_PROBES) for probe in ("readinessProbe", "livenessProbe", "startupProbe")},
+}
+
 RULES: dict[str, dict[str, Rule]] = {"TrainJob": TRAINJOB, "TrainingRuntime": RUNTIME,
                                      "ClusterTrainingRuntime": RUNTIME, "ResourceFlavor": RESOURCE_FLAVOR,
                                      "ClusterQueue": CLUSTER_QUEUE, "LocalQueue": LOCAL_QUEUE,
                                      "WorkloadPriorityClass": WORKLOAD_PRIORITY_CLASS, "Cohort": COHORT,
                                      "Workload": WORKLOAD, MPIJOB_KIND: MPIJOB,
-                                     PVC_KIND: PERSISTENT_VOLUME_CLAIM}
+                                     PVC_KIND: PERSISTENT_VOLUME_CLAIM, "Pod": POD}

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -102,17 +102,17 @@ def forget(state_dir: Path) -> None:
 async def spawn(
     logs: LogStore, namespace: str, name: str, argv: list[str], env: dict[str, str], state_dir: Path,
     cwd: str | None = None, mpi: dict[str, bool] | None = None, cgroup: PodCgroup | None = None,
-    ends_with: Path | None = None, rank_output: Path | None = None, stdin: bool = False,
+    ends_with: Path | None = None, rank_output: Path | None = None, stdin: bool = False, container: str = CONTAINER,
 ) -> PodProcess:
     """Start a pod under a supervisor of its own (`shim.py`), which writes its stdout and stderr, stamped,
-    to its container log (each line with its rank for a launcher: `mpi` holds LauncherOutput's options, and
-    `rank_output` the directory its ranks' agents write to; `stdin`: the container
+    to its container log (`container`'s; each line with its rank for a launcher: `mpi` holds LauncherOutput's
+    options, and `rank_output` the directory its ranks' agents write to; `stdin`: the container
     reads a pipe `kubectl attach -i` writes to) and records its exit in `state_dir`; a node pod
     stops itself a while after `ends_with` (its launcher's exit record) appears, should no server do it.
     Returns once the pod's first process runs."""
     state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     forget(state_dir)
-    log = logs.path(namespace, name, CONTAINER)
+    log = logs.path(namespace, name, container)
     log.parent.mkdir(parents=True, exist_ok=True)
     shim.write_atomically(state_dir / shim.SPEC, {
         "argv": argv, "env": env, "cwd": cwd, "log": str(log), "mpi": mpi, "ends_with": str(ends_with or ""),
@@ -222,16 +222,29 @@ def adopt(namespace: str, name: str, state_dir: Path) -> PodProcess | None:
 # -- status, written as a kubelet reports it -------------------------------------------------------
 
 
-def _container_status(pod: Obj, state: dict[str, Any], ready: bool) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Restarts:
+    """A restarted container's history, as its status shows it: how often it was restarted, and how its last
+    run ended (`lastState.terminated`; empty before its first restart)."""
+
+    count: int = 0
+    last: dict[str, Any] = field(default_factory=dict)
+
+
+NO_RESTARTS = Restarts()  # a container started once
+
+
+def _container_status(pod: Obj, state: dict[str, Any], ready: bool, restarts: Restarts) -> dict[str, Any]:
     container = pod["spec"]["containers"][0]
     return {
         "name": container["name"],
         "image": container.get("image", ""),
         "imageID": "",
         "ready": ready,
-        "restartCount": 0,
+        "restartCount": restarts.count,
         "started": "running" in state,
         "state": state,
+        **({"lastState": {"terminated": restarts.last}} if restarts.last else {}),
     }
 
 
@@ -256,7 +269,9 @@ def _conditions(pod: Obj, ready: bool, ts: str, phase: str = "Running") -> list[
     return out
 
 
-def set_running(store: Store, namespace: str, name: str, ip: str, ready: bool = False) -> Obj | None:
+def set_running(store: Store, namespace: str, name: str, ip: str, ready: bool = False,
+                restarts: Restarts = NO_RESTARTS) -> Obj | None:
+    """Running, its container started (now, when it was `restarts`ed; else when the pod started)."""
     pod = store.try_get(PODS, namespace, name)
     if pod is None:
         return None
@@ -270,35 +285,55 @@ def set_running(store: Store, namespace: str, name: str, ip: str, ready: bool = 
         hostIP="127.0.0.1",
         startTime=started,
         conditions=_conditions(pod, ready, ts),
-        containerStatuses=[_container_status(pod, {"running": {"startedAt": started}}, ready)],
+        containerStatuses=[_container_status(
+            pod, {"running": {"startedAt": ts if restarts.count else started}}, ready, restarts)],
     )
     return store.update(PODS, pod, status=True)
 
 
-def set_terminated(
-    store: Store, namespace: str, name: str, exit: Exit, reason: str | None = None, message: str = ""
-) -> Obj | None:
-    """Terminal phase: `Succeeded` only for exit 0; reason `Completed`, `Error` or `OOMKilled`."""
+def set_waiting(store: Store, namespace: str, name: str, reason: str, message: str, restarts: Restarts) -> Obj | None:
+    """Running, its container waiting to be started again (`CrashLoopBackOff`), as a restartable pod stays."""
     pod = store.try_get(PODS, namespace, name)
     if pod is None:
         return None
     status = pod.setdefault("status", {})
-    ts = now()
+    status.update(phase="Running", conditions=_conditions(pod, False, now()), containerStatuses=[
+        _container_status(pod, {"waiting": {"reason": reason, "message": message}}, False, restarts)])
+    return store.update(PODS, pod, status=True)
+
+
+def terminated_state(exit: Exit, started: str, reason: str | None = None, message: str = "") -> dict[str, Any]:
+    """A container's `state.terminated` now: `reason` `Completed` for exit 0, else `Error`, unless given."""
     terminated: dict[str, Any] = {
         "exitCode": exit.code,
-        "reason": reason or ("Completed" if exit.ok else "Error"),
-        "startedAt": status.get("startTime") or ts,
-        "finishedAt": ts,
+        "reason": reason or (names.REASON_CONTAINER_COMPLETED if exit.ok else names.REASON_CONTAINER_ERROR),
+        "startedAt": started,
+        "finishedAt": now(),
     }
     if exit.signal:
         terminated["signal"] = exit.signal
     if message:
         terminated["message"] = message
+    return terminated
+
+
+def set_terminated(
+    store: Store, namespace: str, name: str, exit: Exit, reason: str | None = None, message: str = "",
+    restarts: Restarts = NO_RESTARTS, started: str = "",
+) -> Obj | None:
+    """Terminal phase: `Succeeded` only for exit 0; reason `Completed`, `Error` or `OOMKilled`. `started`: when
+    the container that ended started (default: when the pod did)."""
+    pod = store.try_get(PODS, namespace, name)
+    if pod is None:
+        return None
+    status = pod.setdefault("status", {})
+    ts = now()
+    terminated = terminated_state(exit, started or status.get("startTime") or ts, reason, message)
     phase = "Succeeded" if exit.ok else "Failed"
     status.update(
         phase=phase,
         conditions=_conditions(pod, False, ts, phase),
-        containerStatuses=[_container_status(pod, {"terminated": terminated}, False)],
+        containerStatuses=[_container_status(pod, {"terminated": terminated}, False, restarts)],
     )
     if message:
         status["message"] = message

@@ -387,10 +387,11 @@ class JobFiles:
             ("bind", d / "hosts", "/etc/hosts"),
             ("bind", d / "passwd", "/etc/passwd"),
             ("bind", d / "group", "/etc/group"),
-            ("bind", self.ssh_config, "/etc/ssh/ssh_config"),
             ("bind", d / "home", user.home),
-            ("bind", self.keys, plan.ssh_auth_mount_path),
         ]
+        if plan.ssh_auth_mount_path:  # an MPI job's ssh client config and key (a bare pod has neither)
+            mounts[3:3] = [("bind", self.ssh_config, "/etc/ssh/ssh_config")]
+            mounts.append(("bind", self.keys, plan.ssh_auth_mount_path))
         if pod.is_launcher:
             mounts.append(("bind", self.hostfile.parent, "/etc/mpi"))
         if self.service_account_dir(pod).is_dir():  # under /var/run, which is /run: made in the pod's own /run

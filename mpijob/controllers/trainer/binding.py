@@ -87,6 +87,26 @@ def place(store: Store, workload: Obj | None, rendered: dict[str, Obj]) -> dict[
     return None if stuck else stored
 
 
+def place_pod(store: Store, pod: Obj) -> Obj | None:
+    """One stored pod no job owns (a bare pod), bound to the Node it fits with kube-scheduler's `Scheduled`
+    Event; None while it fits none (it waits `Pending`, `Unschedulable`, with one Event per new reason)."""
+    nodes = store.list(NODES, None)[0]
+    node, why = _schedule(store, pod, nodes)
+    if node is not None:
+        if pod["spec"].get("nodeName") == node and not _said(pod) and (pod.get("status") or {}).get("conditions"):
+            return pod  # bound already
+        pod = _bind(store, pod, node)
+        meta = pod["metadata"]
+        events.record(store, pod, names.REASON_SCHEDULED, f"Successfully assigned {meta['namespace']}/"
+                      f"{meta['name']} to {node}", component=names.SCHEDULER)
+        return pod
+    if _said(pod) != why:
+        pod.setdefault("status", {})["conditions"] = _scheduled(now(), why)
+        pod = store.update(PODS, pod, status=True)
+        events.record(store, pod, names.REASON_FAILED_SCHEDULING, why, warning=True, component=names.SCHEDULER)
+    return None
+
+
 def _say(store: Store, workload: Obj | None, stuck: list[tuple[str, str]]) -> None:
     """Why the admitted job waits, on its Workload where every client reads it; removed once it starts."""
     if workload is None:

@@ -43,7 +43,7 @@ class PodEnv:
 
     def marker(self, pod: PodPlan) -> dict[str, str]:
         """Tags every process of the pod so a restarted server can find leftovers."""
-        return {"MPIJOB_CLUSTER": self.cluster_id, "MPIJOB_POD": f"{self.plan.namespace}/{pod.name}"}
+        return marker(self.cluster_id, self.plan.namespace, pod.name)
 
     def devices(self, pod: PodPlan) -> dict[str, str]:
         """The pod's own GPUs: like the NVIDIA device plugin, a pod without GPUs sees none. Numbered in
@@ -78,6 +78,12 @@ class PodEnv:
         if user.uid == 0:
             env |= ROOT_ALLOWANCE
         return env | values(own) | trainer_status.env(self.status_url, self.files, pod)
+
+
+def marker(cluster_id: str, namespace: str, pod: str) -> dict[str, str]:
+    """The variables every process of a pod carries, by which a restarted server finds what a previous one left
+    (`kubelet/gc.kill_leftovers`), a job's pod or a bare one."""
+    return {"MPIJOB_CLUSTER": cluster_id, "MPIJOB_POD": f"{namespace}/{pod}"}
 
 
 def local_mca(mode: SandboxMode, yield_when_idle: bool) -> dict[str, str]:

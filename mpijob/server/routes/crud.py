@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mpijob.api import Obj, names
-from mpijob.api.core import errors, tables
+from mpijob.api.core import bare_pods, errors, tables
 from mpijob.api.core.resources import (
     CONNECT_SUBRESOURCES,
     MPIJOBS,
@@ -332,6 +332,8 @@ def _delete_one(request: Request, cluster: Cluster, res: Resource, ns: str, name
         raise errors.forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
     dry = _dry_run(request) or options.get("dryRun") == ["All"]
     meta = obj["metadata"]
+    if res is PODS and cluster.manager is not None and not dry and (grace := bare_pods.deletion_grace(obj, options)):
+        return cluster.store.mark_deleting(res, ns, name, grace)  # its kubelet stops it, then deletes it
     if meta.get("finalizers"):
         if dry or meta.get("deletionTimestamp"):
             return obj
