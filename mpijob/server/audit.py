@@ -130,7 +130,17 @@ class AuditMiddleware:
         """A WebSocket session (`kubectl exec`, `port-forward`): audited once it ends, whoever opened it, with
         101 when it was accepted, or the Status code it was refused with."""
         received = audit.timestamp()
-        code = 500
+        code, written = 500, False
+
+        def record() -> None:
+            nonlocal written
+            if written:
+                return
+            written = True
+            try:
+                self._write(scope, str(uuid.uuid4()), received, code, names.AUDIT_STAGE_COMPLETE, b"")
+            except Exception:  # an Event that cannot be built must not break the session's end
+                log.exception("could not audit the session %s", scope.get("path", ""))
 
         async def send_audited(message: Any) -> None:
             nonlocal code
@@ -138,15 +148,15 @@ class AuditMiddleware:
                 code = 101
             elif message["type"] == "websocket.http.response.start":
                 code = message["status"]
+            elif message["type"] == "websocket.close" or (  # written first: a client that saw the end finds it
+                    message["type"] == "websocket.http.response.body" and not message.get("more_body")):
+                record()
             await send(message)
 
         try:
             await self.app(scope, receive, send_audited)
         finally:
-            try:
-                self._write(scope, str(uuid.uuid4()), received, code, names.AUDIT_STAGE_COMPLETE, b"")
-            except Exception:  # an Event that cannot be built must not break the session's end
-                log.exception("could not audit the session %s", scope.get("path", ""))
+            record()
 
     def _write(self, scope: dict[str, Any], audit_id: str, received: str, code: int, stage: str,
                body: bytes) -> None:
