@@ -39,6 +39,7 @@ from mpijob.store.logs import LogStore
 from mpijob.store.objects import Store
 
 log = logging.getLogger(__name__)
+ENDING_GRACE = 10.0  # seconds a stopping server waits for the runs already ending to finish their teardown
 # Changes to these can change what the scheduler admits.
 QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort",
                          "Namespace"})
@@ -121,6 +122,11 @@ class Manager:
                                  self.bare_pods.stop(drain))
             return
         await self.bare_pods.stop(drain)
+        # a run already ending (its job deleted, stopped) finishes first, within a bound: cut short, it would
+        # leave its network behind for a next server that may never come (a home removed after its server)
+        ending = [task for c in self.kinds for runner, task in c.runners.values() if runner.stopped]
+        if ending:
+            await asyncio.wait(ending, timeout=ENDING_GRACE)
         tasks = [task for c in self.kinds for _, task in c.runners.values()]
         for task in tasks:
             task.cancel()  # the runner lets go; its pods do not notice

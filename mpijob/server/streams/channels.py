@@ -115,6 +115,8 @@ async def serve(messages: Messages, protocol: str, argv: Sequence[str], command:
         await asyncio.gather(*output, inbound, exited, return_exceptions=True)
         if end_with_client_only or proc.returncode is None:
             await _end_sessions(_session_ids(proc.pid))
+        if proc.returncode is None:  # reaped by asyncio's watcher first, not by the close below, which would
+            await _returncode(proc)  # leave the watcher a pid it can no longer wait for
         # Our ends of its pipes close now: a process it left running that writes to them then gets EPIPE, as
         # after a kubelet's exec, rather than blocking once they fill (asyncio offers no public close for them)
         transport = getattr(proc, "_transport", None)
