@@ -83,6 +83,8 @@ def job(api: httpx.Client, tenants: dict[str, Any]) -> Iterator[dict[str, str]]:
     yield {"ns": a, **mine, "other_ns": b, "other_node": theirs["node"]}
     for ns, name in ((a, "sess"), (b, "sess-b")):
         api.delete(f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/{name}")
+    for ns, name in ((a, "sess"), (b, "sess-b")):  # gone before the server may stop: nothing outlives the test
+        wait_for(lambda ns=ns, name=name: not job_pods(api, name, ns), timeout=scaled(60), what=f"{name}'s pods gone")
 
 
 def test_exec_runs_as_the_pod_runs(kubectl: Kubectl, job: dict[str, str]) -> None:
