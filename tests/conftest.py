@@ -25,7 +25,7 @@ TESTS = Path(__file__).resolve().parent
 # modules that take long on their own (measured with `--durations`), wherever they are.
 FOLDER_TIERS = {"e2e": "e2e", "dashboard": "browser"}
 SLOW = frozenset({
-    "server/test_fuzz.py",  # thousands of generated requests
+    "server/test_fuzz.py", "server/test_fuzz_api.py",  # thousands of generated requests
     "store/test_server_process.py", "cli/test_cli_server.py",  # start and stop servers of their own
     "cli/test_cli_run.py", "cli/test_cli_wait_logs.py", "cli/test_cli_describe_hint.py", "sdk/test_sdk_async.py",
     "sdk/test_sdk_readme.py", "sdk/test_sdk_client.py", "sdk/test_sdk_trainjob.py", "cli/test_cli_contract.py",

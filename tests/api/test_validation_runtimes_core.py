@@ -159,3 +159,39 @@ def test_labels_and_annotations_are_string_maps():
 def test_pod_needs_named_containers():
     assert "at least one container" in fields_of(r.PODS, {"metadata": {"name": "p"}, "spec": {}})["spec.containers"]
     assert admit(r.PODS, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "node", "image": "x"}]}})
+
+
+@pytest.mark.parametrize("res", [r.CLUSTER_TRAINING_RUNTIMES, r.TRAINING_RUNTIMES])
+def test_null_mpi_fields_get_their_defaults(res):
+    """`mlPolicy.mpi.numProcPerNode: null` once reached the `>= 1` check as None (a 500): a null field is
+    dropped first, as kube-apiserver drops it, and the CRD default applies."""
+    (rt,) = bundled()
+    rt["kind"] = res.kind
+    mpi = rt["spec"]["mlPolicy"]["mpi"]
+    mpi.update(numProcPerNode=None, runLauncherAsNode=None, sshAuthMountPath=None, mpiImplementation=None)
+    rt["spec"]["mlPolicy"]["numNodes"] = None
+    out = admit(res, rt)
+    assert out["spec"]["mlPolicy"]["mpi"] == {"mpiImplementation": "OpenMPI", "numProcPerNode": 1,
+                                              "runLauncherAsNode": False, "sshAuthMountPath": "/root/.ssh"}
+    assert "numNodes" not in out["spec"]["mlPolicy"]
+
+
+def test_null_fields_of_a_core_kind_are_dropped():
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "annotations": None},
+          "data": None, "binaryData": {"k": "dg=="}}
+    assert admit(r.CONFIGMAPS, cm) == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                                       "binaryData": {"k": "dg=="}}
+
+
+def test_nullable_fields_of_an_scc_keep_their_null():
+    """OpenShift's SecurityContextConstraints mark some fields `nullable` (priority, volumes, ...): kube keeps
+    a null there, and drops it elsewhere."""
+    scc = {"apiVersion": "security.openshift.io/v1", "kind": "SecurityContextConstraints",
+           "metadata": {"name": "s", "labels": None}, "priority": None, "allowHostDirVolumePlugin": False,
+           "allowHostIPC": False, "allowHostNetwork": False, "allowHostPID": False, "allowHostPorts": False,
+           "allowPrivilegedContainer": False, "readOnlyRootFilesystem": False, "userNamespaceLevel": None,
+           "runAsUser": {"type": "RunAsAny"}, "seLinuxContext": {"type": "RunAsAny"},
+           "fsGroup": {"type": "RunAsAny"}, "supplementalGroups": {"type": "RunAsAny"}}
+    out = admit(r.SECURITY_CONTEXT_CONSTRAINTS, scc)
+    assert "priority" in out and out["priority"] is None
+    assert "userNamespaceLevel" not in out and "labels" not in out["metadata"]

@@ -161,6 +161,38 @@ def test_immutable_fields_refuse_change(make_trainjob, key, value):
     assert "immutable" in fields(refused(new, old))[f"spec.{key}"]
 
 
+@pytest.mark.parametrize("trainer", [{"numNodes": 3}, {"numNodes": 2, "command": ["mpirun", "date"]}])
+def test_trainer_stays_immutable_while_suspended_as_upstream_keeps_it(make_trainjob, trainer):
+    """Upstream's CRD puts `self == oldSelf` on spec.trainer with no condition on spec.suspend, and its
+    webhook (`ValidateUpdate` → the JobSet plugin) relaxes only spec.runtimePatches for a suspended job
+    (kubeflow/trainer 8c0f505: trainjob_types.go, plugins/jobset/jobset.go); so a suspended job's trainer
+    is refused too, before and after the update."""
+    old = admit(r.TRAINJOBS, make_trainjob(numNodes=2))
+    old["spec"]["suspend"] = True
+    old = admit(r.TRAINJOBS, old)
+    new = copy.deepcopy(old)
+    new["spec"]["trainer"] = {**new["spec"]["trainer"], **trainer}
+    assert "field is immutable" in fields(refused(new, old))["spec.trainer"]
+    new["spec"]["suspend"] = False
+    assert "field is immutable" in fields(refused(new, old))["spec.trainer"]
+
+
+def test_null_fields_are_dropped_not_stored(make_trainjob):
+    """`null` is "unset": kube-apiserver drops a null field of a custom resource (its schema says no
+    `nullable`) before defaulting, so a null defaulted field gets its default and the rest are absent."""
+    tj = make_trainjob(numNodes=2)
+    tj["spec"]["trainer"]["numNodes"] = None
+    tj["spec"]["suspend"] = None
+    tj["metadata"]["labels"] = None
+    out = admit(r.TRAINJOBS, tj)
+    assert "numNodes" not in out["spec"]["trainer"] and "labels" not in out["metadata"]
+    assert out["spec"]["suspend"] is False  # the CRD's default, as for an absent field
+    old = copy.deepcopy(out)
+    again = copy.deepcopy(out)
+    again["spec"]["activeDeadlineSeconds"] = None  # an update setting an immutable field to null changes nothing
+    assert admit(r.TRAINJOBS, again, old) == out
+
+
 def test_suspend_may_change(make_trainjob):
     old = admit(r.TRAINJOBS, make_trainjob(numNodes=2))
     new = copy.deepcopy(old)

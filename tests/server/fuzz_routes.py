@@ -15,6 +15,7 @@ HEALTH = ("/healthz", "/readyz", "/livez")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's default --max-request-bytes
 FUZZ_NS = "fuzz"
+KUBE_ACTIONS = {"post": "create", "put": "update", "connect": "get"}  # the OpenAPI's actions, as discovery's verbs
 
 
 # -- routes ------------------------------------------------------------------------------------------
@@ -121,10 +122,12 @@ def discover(http: httpx.Client) -> list[Route]:
                     continue
                 gvk = op.get("x-kubernetes-group-version-kind", {})
                 parts = path.split("/")
-                plural = parts[-2] if path.endswith("{name}") else parts[-1]
+                sub = parts[-1] if parts[-2] == "{name}" else ""  # .../{name}/status, /log, /exec, ...
+                plural = parts[-3] if sub else parts[-2] if path.endswith("{name}") else parts[-1]
                 api_version = f"{gvk['group']}/{gvk['version']}" if gvk.get("group") else gvk.get("version", "")
-                verb = op.get("x-kubernetes-action", method)
-                add(Route(method.upper(), path, verb, plural, "", gvk.get("kind", ""), api_version,
+                action = op.get("x-kubernetes-action", method)
+                verb = KUBE_ACTIONS.get(action, action)
+                add(Route(method.upper(), path, verb, plural, sub, gvk.get("kind", ""), api_version,
                           "{namespace}" in path))
     # what each path does not serve, drawn per request; destructive verbs last so seeds live long
     order = {"other": 0, "get": 1, "list": 1, "watch": 1, "create": 2, "update": 3, "patch": 3, "delete": 4,

@@ -250,3 +250,30 @@ def test_a_warning_about_a_field_with_control_characters_is_sent(http: httpx.Cli
     made = http.post(CM, json={"metadata": {"name": name}, "data": {"k": "v"}, key: 1})
     assert made.status_code == 201, made.text
     assert made.headers["warning"].startswith('299 - "unknown field ')
+
+
+# -- what schemathesis (tests/server/test_fuzz_api.py) found -----------------------------------------------
+
+CTR = "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes"
+
+
+def test_a_null_field_of_a_runtime_gets_its_default(http: httpx.Client) -> None:
+    """`mlPolicy.mpi.numProcPerNode: null` in a ClusterTrainingRuntime reached the `>= 1` check as None: a
+    500 InternalError. A null is now dropped before defaulting, as kube-apiserver drops it."""
+    from mpijob.api.trainer.runtimes import bundled
+
+    (runtime,) = bundled()
+    runtime["metadata"] = {"name": f"null-{time.monotonic_ns() % 10**8}"}
+    runtime["spec"]["mlPolicy"]["mpi"]["numProcPerNode"] = None
+    runtime["spec"]["mlPolicy"]["numNodes"] = None
+    made = http.post(CTR, json=runtime)
+    assert made.status_code == 201, made.text
+    policy = made.json()["spec"]["mlPolicy"]
+    assert policy["mpi"]["numProcPerNode"] == 1 and "numNodes" not in policy
+    stored = http.get(f"{CTR}/{runtime['metadata']['name']}").json()["spec"]["mlPolicy"]
+    assert stored == policy
+    patched = http.patch(f"{CTR}/{runtime['metadata']['name']}", headers={"Content-Type": "application/json-patch+json"},
+                         content=json.dumps([{"op": "add", "path": "/spec/mlPolicy/mpi/runLauncherAsNode",
+                                              "value": None}]))
+    assert patched.status_code == 200 and patched.json()["spec"]["mlPolicy"]["mpi"]["runLauncherAsNode"] is False
+    http.delete(f"{CTR}/{runtime['metadata']['name']}")

@@ -85,15 +85,21 @@ def test_v2_and_v3_documents_carry_every_served_kind(http: httpx.Client) -> None
             assert schema.get("description") or r.kind == names.MPIJOB_KIND, r.kind
             assert {"apiVersion", "kind", "metadata"} <= set(schema["properties"])
             assert ref_name(schema["properties"]["metadata"]) == "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
-        # kubectl's server-side validation test: a PATCH tagged with the GVK taking fieldValidation
-        patch = next(p["patch"] for p in v3docs[key]["paths"].values()
-                     if p["patch"]["x-kubernetes-group-version-kind"] == {"group": r.group, "version": r.version,
-                                                                           "kind": r.kind})
-        assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
+        # kubectl's server-side validation test: every PATCH tagged with the GVK takes fieldValidation
+        gvk = {"group": r.group, "version": r.version, "kind": r.kind}
+        patches = [p["patch"] for p in v3docs[key]["paths"].values() if "patch" in p
+                   and p["patch"]["x-kubernetes-group-version-kind"] == gvk]
+        assert patches and all("fieldValidation" in [p["name"] for p in op["parameters"]] for op in patches)
     # strategic merge patch is advertised nowhere: kubectl would build it from schemas without patch strategies
     for item in [*v2doc["paths"].values(), *(p for d in v3docs.values() for p in d["paths"].values())]:
-        types = item["patch"].get("consumes") or item["patch"]["requestBody"]["content"]
-        assert "application/strategic-merge-patch+json" not in types
+        if "patch" in item:
+            types = item["patch"].get("consumes") or item["patch"]["requestBody"]["content"]
+            assert "application/strategic-merge-patch+json" not in types
+    # v2's Namespace PATCHes (item and status) take no fieldValidation: kubectl would look for CRDs
+    namespace_patches = [item["patch"] for path, item in v2doc["paths"].items() if path.startswith("/api/v1/namespaces/{name}")
+                         and "patch" in item]
+    assert len(namespace_patches) == 2
+    assert all("fieldValidation" not in [p.get("name") for p in op["parameters"]] for op in namespace_patches)
     assert http.get("/openapi/v3/apis/kueue.x-k8s.io/v1").status_code == 404
 
 
@@ -229,3 +235,92 @@ def test_fields_a_built_in_kind_does_not_have_are_refused_warned_or_dropped_as_k
                      json=body).status_code == 400
     for name in ("typo", "typo2"):
         http.delete(f"/api/v1/namespaces/default/configmaps/{name}")
+
+
+# -- the operations ----------------------------------------------------------------------------------------
+
+# kube-apiserver's words for each served group-version in an operationId (its published openapi-spec)
+GV_WORDS = {"": "CoreV1", "trainer.kubeflow.org": "TrainerKubeflowOrg", "kueue.x-k8s.io": "KueueXK8sIo",
+            "rbac.authorization.k8s.io": "RbacAuthorization", "networking.k8s.io": "Networking",
+            "kubeflow.org": "KubeflowOrg", "security.openshift.io": "SecurityOpenshiftIo"}
+
+
+def _expected_ids(r: Any) -> set[str]:
+    gv = GV_WORDS[r.group] + ("" if not r.group else r.version.capitalize())
+    ns = "Namespaced" if r.namespaced else ""
+    ids = {f"{verb}{gv}{ns}{r.kind}" for verb in ("list", "create", "read", "replace", "patch", "delete")}
+    if r.kind != "Namespace":  # kube-apiserver serves no deletecollection of namespaces
+        ids.add(f"delete{gv}Collection{ns}{r.kind}")
+    if r.namespaced:
+        ids.add(f"list{gv}{r.kind}ForAllNamespaces")
+    if "status" in r.subresources:
+        ids |= {f"{verb}{gv}{ns}{r.kind}Status" for verb in ("read", "replace", "patch")}
+    if r.kind == "Pod":
+        ids |= {"readCoreV1NamespacedPodLog", "connectCoreV1GetNamespacedPodExec",
+                "connectCoreV1GetNamespacedPodAttach", "connectCoreV1GetNamespacedPodPortforward"}
+    return ids
+
+
+def _operations(doc: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    """operationId -> (method, path, operation) of a document."""
+    out = {}
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            if method != "parameters":
+                assert op["operationId"] not in out, op["operationId"]
+                out[op["operationId"]] = (method, path, {**op, "parameters": item["parameters"] + op["parameters"]})
+    return out
+
+
+def test_every_served_kind_lists_kubes_operations_in_both_documents(http: httpx.Client) -> None:
+    v2 = _operations(http.get("/openapi/v2", headers={"Accept": "application/json"}).json())
+    v3: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    for url in http.get("/openapi/v3").json()["paths"].values():
+        v3 |= _operations(http.get(url["serverRelativeURL"]).json())
+    expected = set().union(*(_expected_ids(r) for r in ALL))
+    assert set(v3) == expected and set(v2) == expected
+    assert openapi.v2()["paths"]["/api/v1/namespaces/{namespace}/pods"]["post"]["operationId"] == \
+        "createCoreV1NamespacedPod"
+
+    method, path, op = v3["listTrainerKubeflowOrgV1alpha1NamespacedTrainJob"]
+    assert (method, path) == ("get", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs")
+    assert {"namespace", "fieldSelector", "labelSelector", "resourceVersion", "limit", "continue", "watch",
+            "timeoutSeconds"} <= {p["name"] for p in op["parameters"]}
+    listed = op["responses"]["200"]["content"]
+    assert set(listed) == {"application/json", "application/json;stream=watch"}
+    assert listed["application/json"]["schema"]["$ref"].endswith("org.kubeflow.trainer.v1alpha1.TrainJobList")
+    method, path, op = v3["createCoreV1NamespacedPod"]
+    assert (method, path) == ("post", "/api/v1/namespaces/{namespace}/pods")
+    assert {"dryRun", "fieldManager", "fieldValidation"} <= {p["name"] for p in op["parameters"] if p["in"] == "query"}
+    assert op["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("io.k8s.api.core.v1.Pod")
+    assert op["responses"]["201"]["content"]["application/json"]["schema"]["$ref"].endswith("io.k8s.api.core.v1.Pod")
+    method, path, op = v2["deleteRbacAuthorizationV1NamespacedRole"]
+    assert (method, path) == ("delete", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles/{name}")
+    assert op["responses"]["200"]["schema"]["$ref"] == "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Status"
+    assert {"name", "namespace"} <= {p["name"] for p in op["parameters"] if p.get("required")}
+    _, path, op = v3["readCoreV1NamespacedPodLog"]
+    assert path.endswith("/pods/{name}/log") and "text/plain" in op["responses"]["200"]["content"]
+    assert {"container", "follow", "tailLines"} <= {p["name"] for p in op["parameters"]}
+    # every list schema an operation answers with is tagged with its kind, and its items are the kind
+    trainer = http.get("/openapi/v3/apis/trainer.kubeflow.org/v1alpha1").json()
+    found = kind_schema(trainer, "trainer.kubeflow.org", "v1alpha1", "TrainJobList")
+    assert found is not None
+    assert ref_name(found[1]["properties"]["items"]["items"]) == "org.kubeflow.trainer.v1alpha1.TrainJob"
+
+
+def test_every_listed_operation_is_served(http: httpx.Client) -> None:
+    """Each operation, called on a namespace and a name that do not exist (writes dry-run, deletions of
+    collections by a selector matching nothing), is answered by its route: never a path the server does
+    not know (404 without an object) or a method it does not serve (405)."""
+    absent = {"namespace": f"oa-nowhere-{uuid.uuid4().hex[:6]}", "name": "oa-absent"}
+    query = {"dryRun": "All", "labelSelector": "openapi-test=never"}
+    for url in http.get("/openapi/v3").json()["paths"].values():
+        for method, path, _ in _operations(http.get(url["serverRelativeURL"]).json()).values():
+            target = path.format(**absent)
+            body = None if method == "get" else "{}"
+            headers = {"Content-Type": "application/merge-patch+json" if method == "patch" else "application/json"}
+            resp = http.request(method.upper(), target, params=query, content=body, headers=headers)
+            status = resp.json() if resp.headers.get("content-type", "").startswith("application/json") else {}
+            unknown = resp.status_code == 404 and "could not find the requested resource" in status.get("message", "")
+            assert resp.status_code != 405 and not unknown, (method, target, resp.status_code, resp.text[:300])
+            assert resp.status_code < 500, (method, target, resp.text[:300])

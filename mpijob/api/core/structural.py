@@ -23,6 +23,28 @@ def strip_nulls(obj: Any) -> Any:
     return obj
 
 
+def prune_nulls(obj: Any, schema: Mapping[str, Any] | None = None) -> Any:
+    """`obj` as kube-apiserver stores it: a field set to `null` is dropped unless its schema says `nullable:
+    true` (structural defaulting's pruning of a custom resource; a built-in kind, decoded into Go types, has
+    no null field at all: no `schema`). Items of a list are the schema's to judge, null or not."""
+    if isinstance(obj, dict):
+        props = (schema or {}).get("properties") or {}
+        extra = (schema or {}).get("additionalProperties")
+        out = {}
+        for key, value in obj.items():
+            sub = props.get(key) if key in props else extra
+            sub = sub if isinstance(sub, Mapping) else None
+            if value is not None:
+                out[key] = prune_nulls(value, sub)
+            elif sub is not None and sub.get("nullable"):
+                out[key] = None
+        return out
+    if isinstance(obj, list):
+        items = (schema or {}).get("items")
+        return [prune_nulls(v, items if isinstance(items, Mapping) else None) for v in obj]
+    return obj
+
+
 def path_of(parts: Iterable[Any]) -> str:
     """`spec.trainer.env[0].name` from a jsonschema path."""
     out = ""

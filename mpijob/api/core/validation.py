@@ -23,7 +23,7 @@ from mpijob.api.core import netpol, volumes
 from mpijob.api.core.errors import ApiError, Cause, bad_request, invalid
 from mpijob.api.core.labels import is_label_value, is_qualified_name
 from mpijob.api.core.resources import Resource
-from mpijob.api.core.structural import show
+from mpijob.api.core.structural import prune_nulls, show
 from mpijob.api.mpioperator import admission as mpijob_admission
 from mpijob.api.openshift import scc_crd
 from mpijob.api.trainer import bounds, patches, runtimes, schema, support, trainjob
@@ -61,7 +61,8 @@ def admit(res: Resource, obj: dict, old: dict | None = None) -> dict:
     another type, 422 Invalid with causes)."""
     if not isinstance(obj, dict):
         raise bad_request(f"the body must be a JSON object (a {res.kind}), got {show(obj)}")
-    obj = copy.deepcopy(obj)
+    # `null` is "unset": dropped where the schema does not say nullable, as kube-apiserver drops it
+    obj = prune_nulls(obj, scc_crd.schema() if res.group == names.SECURITY_GROUP else None)
     check_type(res, obj)
     meta = obj.get("metadata")
     if res.kind == "Namespace" and not res.group:

@@ -1,10 +1,11 @@
 """The OpenAPI documents: `/openapi/v2` (Swagger 2.0, JSON or gnostic protobuf) and `/openapi/v3`
 (root + one document per group-version), with the real schema of every served kind.
 
-What kubectl relies on, besides the schemas (`kubectl explain` finds a kind by the
+Every operation served for every kind is listed, as kube-apiserver lists it (`operations`). What
+kubectl relies on, besides the schemas (`kubectl explain` finds a kind by the
 `x-kubernetes-group-version-kind` of its definition):
 
-* v3, per kind, a PATCH operation tagged with the kind's group-version-kind that takes a
+* v3, per kind, PATCH operations tagged with the kind's group-version-kind that take a
   `fieldValidation` query parameter: finding it, `apply`/`create` leave validation to the server
   (`fieldValidation=Strict`).
 * v2, for a kind no v3 document has (an unserved kind): kubectl downloads the protobuf document, finds
@@ -24,24 +25,22 @@ Documents are built once and kept serialized.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from mpijob.api.core.resources import ALL, NAMESPACES, Resource
+from mpijob.api.core.resources import ALL
 from mpijob.server.openapi import gnostic
 from mpijob.server.openapi.definitions import (
     V2_PREFIX,
     closure,
     crd_kinds,
     definitions,
-    kind_definition,
+    references,
     v2_structural,
     v3_forms,
 )
+from mpijob.server.openapi.operations import V3_PREFIX, paths
 
-PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml")
-V3_PREFIX = "#/components/schemas/"
 # kube-openapi's names for the v2 protobuf: kubectl asks with the first, kube-apiserver answers with the second.
 PROTOBUF_V2_TYPES = ("application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
                      "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
@@ -93,12 +92,13 @@ def group_version_json(group: str, version: str) -> bytes | None:
 def _group_version_json(group: str, version: str) -> bytes:
     resources = [r for r in ALL if r.group == group and r.version == version]
     defs = definitions()
-    names = closure(defs, [kind_definition(r) for r in resources])
+    served = paths(resources, v2=False)
+    names = closure(defs, sorted(references(paths(resources, v2=True), {})))
     memo: dict[int, Any] = {}
     doc = {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": KUBERNETES_VERSION},
-        "paths": {_item_path(r): {"patch": _patch_operation(r, v2=False)} for r in resources},
+        "paths": served,
         "components": {"schemas": {name: v3_forms().get(name) or _v3(defs[name], memo) for name in sorted(names)}},
     }
     return _dump(doc)
@@ -133,7 +133,7 @@ def _v2_document() -> dict[str, Any]:
     return {
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": KUBERNETES_VERSION},
-        "paths": {_item_path(r): {"patch": _patch_operation(r, v2=True)} for r in ALL},
+        "paths": paths(ALL, v2=True),
         "definitions": {name: v2_structural(defs[name], memo) if name in crds else defs[name]
                         for name in sorted(defs)},
     }
@@ -158,40 +158,3 @@ def _v3(node: Any, memo: dict[int, Any]) -> Any:
             out = {"allOf": [target], **out} if out else target
         memo[id(node)] = out
     return memo[id(node)]
-
-
-def _item_path(r: Resource) -> str:
-    prefix = f"/apis/{r.group}/{r.version}" if r.group else f"/api/{r.version}"
-    scope = "/namespaces/{namespace}" if r.namespaced else ""
-    return f"{prefix}{scope}/{r.plural}/{{name}}"
-
-
-def _params(r: Resource, *, v2: bool) -> Iterator[dict[str, Any]]:
-    """The PATCH parameters other than the body (v2's Namespace without fieldValidation: see above)."""
-    params = [("name", "path", "string"), ("namespace", "path", "string"), ("dryRun", "query", "string"),
-              ("fieldManager", "query", "string"), ("fieldValidation", "query", "string"),
-              ("force", "query", "boolean")]
-    for name, where, type_ in params:
-        if (name == "namespace" and not r.namespaced) or (name == "fieldValidation" and v2 and r == NAMESPACES):
-            continue
-        typed = {"type": type_, "uniqueItems": True} if v2 else {"schema": {"type": type_}}
-        param = {"name": name, "in": where, **typed}
-        yield {**param, "required": True} if where == "path" else param
-
-
-def _patch_operation(r: Resource, *, v2: bool) -> dict[str, Any]:
-    ref = (V2_PREFIX if v2 else V3_PREFIX) + kind_definition(r)
-    op: dict[str, Any] = {"operationId": f"patch{'Namespaced' if r.namespaced else ''}{r.kind}"}
-    if v2:
-        op["consumes"] = list(PATCH_TYPES)
-        op["produces"] = ["application/json", "application/yaml"]
-        body = {"name": "body", "in": "body", "required": True, "schema": {"type": "object"}}
-        op["parameters"] = [body, *_params(r, v2=True)]
-        op["responses"] = {"200": {"description": "OK", "schema": {"$ref": ref}}}
-    else:
-        op["parameters"] = list(_params(r, v2=False))
-        op["requestBody"] = {"content": {t: {"schema": {"type": "object"}} for t in PATCH_TYPES}, "required": True}
-        op["responses"] = {"200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": ref}}}}}
-    op["x-kubernetes-action"] = "patch"
-    op["x-kubernetes-group-version-kind"] = {"group": r.group, "version": r.version, "kind": r.kind}
-    return op

@@ -19,6 +19,11 @@ Where each comes from (no schema text is written here by hand):
   (`mpijob.api.mpioperator.schema`), and OpenShift's SecurityContextConstraints from the schema written
   from OpenShift's documented API (`mpijob.api.openshift.scc_crd`).
 
+Beside the kinds, what the operations of the documents refer to (`mpijob.server.openapi.operations`): a
+`<Kind>List` per kind (named and tagged as kube-apiserver names and tags them, its items the kind), and
+`meta.v1`'s `Status`, `DeleteOptions` and `ListMeta` (the models again), and `Patch` (kube's own, a bare
+object: the body of a PATCH).
+
 `v2_structural` turns a CRD schema into what kube-apiserver publishes in Swagger 2.0 (kubectl's v2
 parser rejects, e.g., an array without items).
 """
@@ -71,7 +76,14 @@ _PACKAGES = {
 _FORMATS = {"io.k8s.apimachinery.pkg.util.intstr.IntOrString": "int-or-string"}
 _MODEL_GROUPS = {"": "IoK8sApiCoreV1", TRAINER_GROUP: "TrainerV1alpha1"}
 _CRD_GROUPS = frozenset({KUEUE_GROUP, MPI_OPERATOR_GROUP, SECURITY_GROUP})  # served from upstream's CRD schemas
-OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+META = "io.k8s.apimachinery.pkg.apis.meta.v1"
+OBJECT_META = f"{META}.ObjectMeta"
+LIST_META = f"{META}.ListMeta"
+STATUS = f"{META}.Status"
+DELETE_OPTIONS = f"{META}.DeleteOptions"
+PATCH = f"{META}.Patch"
+_PATCH_SCHEMA = {"description": "Patch is provided to give a concrete name and type to the Kubernetes PATCH request "
+                                "body.", "type": "object"}  # kube-apiserver's, word for word
 KUEUE_DATA = "kueue_schemas.json"
 BUILTIN_DATA = "builtin_schemas.json"
 _BUILTIN_PACKAGES = {  # built-in kinds outside the core group
@@ -134,7 +146,14 @@ def _build() -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
         if r.group:  # a custom resource: inlined, as kube-apiserver serves a CRD's schema
             schema = _inline(schema, pool, inlined, ())
         out[kind_definition(r)] = {**schema, GVK_EXTENSION: [gvk(r)]}
-    referenced = closure({**pool, **out}, list(out)) - set(out)
+    for meta in (models.IoK8sApimachineryPkgApisMetaV1Status, models.IoK8sApimachineryPkgApisMetaV1DeleteOptions,
+                 models.IoK8sApimachineryPkgApisMetaV1ListMeta):
+        for name, schema in _model_definitions(meta, v3):
+            pool.setdefault(name, schema)
+    for r in ALL:
+        out[list_definition(r)] = _list_schema(r, out[kind_definition(r)])
+    out[PATCH] = _PATCH_SCHEMA
+    referenced = closure({**pool, **out}, [*out, STATUS, DELETE_OPTIONS]) - set(out)
     defs = {**out, **{name: pool[name] for name in sorted(referenced)}}
     return defs, {name: schema for name, schema in v3.items() if name in defs}
 
@@ -144,6 +163,30 @@ def kind_definition(r: Resource) -> str:
     if r.group in _BUILTIN_PACKAGES:
         return f"{_BUILTIN_PACKAGES[r.group]}.{r.kind}"
     return f"io.k8s.api.core.v1.{r.kind}" if not r.group else crd_definition_name(r.group, r.version, r.kind)
+
+
+def list_definition(r: Resource) -> str:
+    """The definition name of a kind's list (`io.k8s.api.core.v1.PodList`, `...trainer.v1alpha1.TrainJobList`)."""
+    return kind_definition(r) + "List"
+
+
+def _list_schema(r: Resource, kind: dict[str, Any]) -> dict[str, Any]:
+    """`<Kind>List`, as kube-apiserver publishes a custom resource's list: the kind's `apiVersion` and `kind`,
+    `items`, and `ListMeta` metadata."""
+    props = kind.get("properties") or {}
+    return {
+        "description": f"{r.kind}List is a list of {r.kind}",
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": props.get("apiVersion", {"type": "string"}),
+            "items": {"description": f"List of {r.plural}.", "type": "array",
+                      "items": {"$ref": V2_PREFIX + kind_definition(r)}},
+            "kind": props.get("kind", {"type": "string"}),
+            "metadata": {"$ref": V2_PREFIX + LIST_META, "description": "Standard list metadata."},
+        },
+        GVK_EXTENSION: [{**gvk(r), "kind": f"{r.kind}List"}],
+    }
 
 
 @cache
