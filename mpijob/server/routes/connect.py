@@ -35,8 +35,6 @@ from mpijob.server.streams.messages import Messages, WebSocketMessages
 if TYPE_CHECKING:
     from mpijob.controllers.kubelet.entry import PodEntry
 
-ATTACH_POLL = 0.2  # seconds between looks for an attached container's end
-
 
 def spdy_refusal(subresource: str) -> ApiError:
     """What an HTTP request to a connect subresource gets: a SPDY upgrade (kubectl before the WebSocket
