@@ -56,6 +56,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: all(item.get_closest_marker(t) is None for t in ("e2e", "browser", "slow")))
 
 
+UNKNOWN_CHILD = "Unknown child process pid"  # asyncio's words
+
+
 class Servers:
     """Starts servers in fresh homes under one temp dir and stops them all."""
 
@@ -73,7 +76,11 @@ class Servers:
     def stop_all(self) -> None:
         for h in self.started:
             server_process.stop(h, timeout=scaled(20), drain=True)  # nothing of a test outlives its session
+        # a child reaped behind asyncio's back had its exit code replaced by 255 (controllers/trainer/children.py)
+        stolen = {str(h.root): n for h in self.started
+                  if h.server_log.exists() and (n := h.server_log.read_text(errors="replace").count(UNKNOWN_CHILD))}
         self.started.clear()
+        assert not stolen, f"servers that lost a child's exit code ('{UNKNOWN_CHILD}'): {stolen}"
 
 
 @pytest.fixture(scope="session")

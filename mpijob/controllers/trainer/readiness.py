@@ -14,7 +14,7 @@ from mpijob.controllers import events
 from mpijob.controllers.kubelet import pods
 from mpijob.controllers.kubelet.network import JobNetwork
 from mpijob.controllers.kubelet.sandbox import ACCEPTED, SSH_PORT, JobFiles, User
-from mpijob.controllers.trainer import procfs
+from mpijob.controllers.trainer import children, procfs
 from mpijob.controllers.trainer.procs import Proc, Role
 from mpijob.store.objects import Store
 
@@ -118,8 +118,7 @@ class Readiness:
         except TimeoutError:
             line = b""
         finally:  # cancelled too (another node failed first): the probe does not outlive the wait
-            if probe.returncode is None:
-                probe.kill()
+            children.kill(probe)
         await probe.wait()
         return line.strip() == ACCEPTED.encode()
 

@@ -37,7 +37,7 @@ from mpijob.api.trainer.stacks import (
     with_native,
 )
 from mpijob.controllers.kubelet import rank_agent, workload
-from mpijob.controllers.trainer import procfs, watchdog
+from mpijob.controllers.trainer import children, procfs, watchdog
 from mpijob.controllers.trainer.runner import JobRunner
 
 PER_RANK = 10.0  # seconds one rank's tools may take in all; then it is reported unreadable
@@ -143,8 +143,7 @@ async def _run(argv: list[str], pid: int, timeout: float) -> tuple[int, bytes, b
         return None
     finally:
         if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+            children.kill(proc)
             await proc.wait()
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shlex
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from mpijob.server.streams.messages import Messages, WebSocketMessages
 
 if TYPE_CHECKING:
     from mpijob.controllers.kubelet.entry import PodEntry
+
+log = logging.getLogger(__name__)
 
 
 def spdy_refusal(subresource: str) -> ApiError:
@@ -124,6 +127,7 @@ async def serve(ws: WebSocket, cluster: Cluster, namespace: str, name: str, subr
         else:
             await portforward.serve_channels(messages, entry.connect, ports, name, uid)
     except OSError as e:  # the command could not start: the error channel says why
+        log.warning("pods/%s %s/%s could not start: %s", subresource, namespace, name, e)
         if subresource != "portforward":
             with contextlib.suppress(Exception):
                 await messages.send(bytes([channels.ERROR]) + channels.json_status(channels.failure(str(e))))

@@ -107,7 +107,8 @@ async def serve(messages: Messages, protocol: str, argv: Sequence[str], command:
             return None
         await session.drained(output)
         code = await _returncode(proc)
-        await messages.send(bytes([ERROR]) + json_status(status(code, command)))
+        with contextlib.suppress(ConnectionError):  # `kubectl cp` leaves once the archive has ended
+            await messages.send(bytes([ERROR]) + json_status(status(code, command)))
         return code
     finally:
         for task in (*output, inbound, exited):
