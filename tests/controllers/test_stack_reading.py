@@ -28,9 +28,10 @@ open("/proc/self/comm", "w").write("mpijob-rank")
 sys.exit(subprocess.call(sys.argv[1:]))
 """
 PROGRAM = """
-import time
+import sys, time
 
 def wait_for_input():
+    open(sys.argv[1], "w").close()  # in its function now, not still importing: the test may read it
     time.sleep(120)
 
 wait_for_input()
@@ -43,7 +44,7 @@ def pod(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     (tmp_path / "prog.py").write_text(PROGRAM)
     script = (f"OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 sh -c 'sleep 120 & wait' & "
               f"OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 {sys.executable} {tmp_path / 'agent.py'} "
-              f"{sys.executable} {tmp_path / 'prog.py'} & wait")
+              f"{sys.executable} {tmp_path / 'prog.py'} {tmp_path / 'waiting'} & wait")
     proc = subprocess.Popen(["sh", "-c", script], start_new_session=True)
     try:
         yield proc
@@ -56,11 +57,13 @@ def _ranks(proc: subprocess.Popen[bytes]) -> list[stacks.RankProcess]:
     def found() -> list[stacks.RankProcess] | None:
         ranks = stacks.find_ranks([Pod("p", (proc.pid,), None)], RANKS, orphans=False)
         names = [Path(f"/proc/{r.pid}/comm").read_text().strip() for r in ranks]
-        # rank 1 is the program, not the agent caught before it renamed itself (under load, it was)
-        program = len(ranks) == 2 and b"prog.py" in Path(f"/proc/{ranks[1].pid}/cmdline").read_bytes()
-        return ranks if program and names[0] == "sleep" and names[1].startswith("python") else None
+        # rank 1 is the program, not the agent caught before it renamed itself (under load, it was), and in
+        # its function, not still importing: the file it then makes is its last argument
+        argv = Path(f"/proc/{ranks[1].pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0") if len(ranks) == 2 else []
+        waiting = b"prog.py" in b" ".join(argv) and Path(os.fsdecode(argv[-1])).exists()
+        return ranks if waiting and names[0] == "sleep" and names[1].startswith("python") else None
 
-    return wait_for(found, "rank 0's sleep and rank 1's Python below the agent", timeout=30)
+    return wait_for(found, "rank 0's sleep and rank 1's Python, in its function, below the agent", timeout=30)
 
 
 def test_a_rank_is_the_first_process_below_its_agent_and_shells(pod: subprocess.Popen[bytes]) -> None:
