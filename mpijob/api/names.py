@@ -337,6 +337,7 @@ FAILURE_COMMAND_NOT_FOUND = "CommandNotFound"
 FAILURE_NOT_ENOUGH_SLOTS = "NotEnoughSlots"
 FAILURE_DAEMON_LOST = "MPIDaemonLost"
 FAILURE_NCCL = "NCCLError"
+FAILURE_ONE_SIDED = "OneSidedUnavailable"  # an MPI window across pods, which Open MPI 4.1 cannot make
 FAILURE_PROGRAM = "ProgramFailed"  # none of the above: the program itself exited non-zero
 # mpijob.io's read-only job records (`mpijob history`), and a record's states besides COMPLETE and FAILED
 JOB_RECORDS = "jobrecords"

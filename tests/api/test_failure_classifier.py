@@ -7,6 +7,7 @@ docs/troubleshooting.md."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -235,6 +236,34 @@ def test_nccl_error_and_timeout_before_the_exit_code_they_cause() -> None:
     torch = "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269"
     first = classify(facts((1, torch), (1, warn)))  # stderr before stdout: NCCL's own line still names the host
     assert (first.pod, first.host) == (NODE.name, "j-node-0-0") and "NCCL WARN" in first.summary
+
+
+WINDOW_RAISED = (0, "mpi4py.MPI.Exception: MPI_ERR_WIN: invalid window")
+WINDOW_FATAL = ("[j-node-0-1:4242] *** An error occurred in MPI_Win_allocate",
+                "[j-node-0-1:4242] *** reported by process [2815950849,3]",
+                "[j-node-0-1:4242] *** on communicator MPI_COMM_WORLD",
+                "[j-node-0-1:4242] *** MPI_ERR_WIN: invalid window")
+
+
+def test_a_window_across_pods_under_open_mpi_4_says_what_can_make_one() -> None:
+    """Open MPI 4.1 has no one-sided component between pods: the window's error, as mpi4py raises it in a rank
+    or Open MPI's fatal error handler prints it, is the class's, before the exit it causes."""
+    found = classify(facts(WINDOW_RAISED, *orte_exit(0, 1), implementation=names.OPEN_MPI))
+    assert (found.reason, found.rank) == (names.FAILURE_ONE_SIDED, 0)
+    assert "across the job's 3 pods" in found.summary and "MPI_ERR_WIN" in found.summary
+    assert f"{names.ANNOTATION_MPI_IMPLEMENTATION}: {names.MPI_OPEN_MPI_5}" in found.fix
+    assert "trainer.numNodes: 1 on a runtime with runLauncherAsNode: false" in found.fix
+    fatal = classify(facts(*WINDOW_FATAL, implementation=names.OPEN_MPI))
+    assert (fatal.reason, fatal.pod, fatal.host) == (names.FAILURE_ONE_SIDED, NODE1.name, "j-node-0-1")
+
+
+def test_a_window_error_is_the_programs_where_open_mpi_4_is_not_its_cause() -> None:
+    """Under another MPI (whose windows span pods), or with one host (where Open MPI 4.1's osc/sm serves), the
+    error is the program's own."""
+    other = classify(facts(WINDOW_RAISED, *prrte_exit(0, 1), implementation=names.MPI_OPEN_MPI_5))
+    assert other.reason == names.FAILURE_PROGRAM
+    one_host = dataclasses.replace(facts(WINDOW_RAISED, *orte_exit(0, 1), implementation=names.OPEN_MPI), hosts=1)
+    assert classify(one_host).reason == names.FAILURE_PROGRAM
 
 
 def test_what_is_left_is_the_program_failing() -> None:

@@ -2,9 +2,9 @@
 `Failed` condition keeps upstream's reason and says the class, the pod, rank and host, the fix and the
 guide's section; its Warning Event and its history record carry the class. The OOM kill is produced by
 tests/controllers/test_oom.py, a lost node by tests/e2e/test_failures.py, the program's own failure by
-both; the rest here. That each launch class is earned (programs printing these tools' words themselves
-stay `ProgramFailed`), with Open MPI 5's, MPICH's and Intel MPI's own reports, is
-tests/e2e/test_failure_provenance.py."""
+both, a window across pods under Open MPI 4 by tests/e2e/test_one_sided.py; the rest here. That each
+launch class is earned (programs printing these tools' words themselves stay `ProgramFailed`), with Open
+MPI 5's, MPICH's and Intel MPI's own reports, is tests/e2e/test_failure_provenance.py."""
 
 from __future__ import annotations
 

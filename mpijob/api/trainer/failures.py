@@ -37,6 +37,7 @@ ANCHORS = {  # each class's section of the guide (GitHub's anchor of its heading
     names.FAILURE_NOT_ENOUGH_SLOTS: "not-enough-slots",
     names.FAILURE_DAEMON_LOST: "open-mpi-daemon-lost",
     names.FAILURE_NCCL: "nccl-error-or-timeout",
+    names.FAILURE_ONE_SIDED: "one-sided-communication-unavailable",
     names.FAILURE_PROGRAM: "program-failed",
     names.FAILURE_MPI_NOT_INSTALLED: "mpi-implementation-not-installed",
 }
@@ -332,6 +333,35 @@ def _nccl(facts: Facts, said: Said) -> Failure | None:
                    "names an interface the pods do not share.", pod.name if pod else None, line.rank, host or None)
 
 
+# Open MPI 4.1 cannot make a window whose ranks are in more than one pod (docs/mpi-implementations.md,
+# "One-sided communication"): MPI_Win_create, _allocate and _create_dynamic fail with this error, which
+# mpi4py raises and Open MPI's fatal error handler prints (`[host:pid] *** MPI_ERR_WIN: invalid window`).
+_WINDOW_REFUSED = re.compile(r"MPI_ERR_WIN: invalid window")
+_ERRHANDLER_HOST = re.compile(r"^\[([^\]:\s]+):\d+\] \*\*\* ")
+
+
+def _one_sided(facts: Facts, said: Said) -> Failure | None:
+    """A window across pods under Open MPI 4.1. The error is the MPI library's, raised in the program, so any
+    line counts (as NCCL's), but only where it has this cause: Open MPI 4.1 and more than one host."""
+    if facts.implementation != names.OPEN_MPI or facts.hosts < 2:
+        return None
+    if not (line := next((ln for ln in facts.launcher_log if _WINDOW_REFUSED.search(ln.text)), None)):
+        return None
+    m = _ERRHANDLER_HOST.search(line.text)
+    host = m.group(1) if m else ""
+    pod = _by_host(facts, host) if host else None
+    who = f"rank {line.rank}" if line.rank is not None else "a rank"
+    at = f" on {_where(pod, host)}" if host else ""
+    return Failure(names.FAILURE_ONE_SIDED, f"{who}{at} could not make an MPI window ({line.text.strip()[:200]}): "
+                   f"Open MPI 4.1 makes windows among the ranks of one pod only, not across the job's {facts.hosts} "
+                   "pods (it has no one-sided component for TCP)",
+                   f"Run the job on a runtime annotated {names.ANNOTATION_MPI_IMPLEMENTATION}: "
+                   f"{names.MPI_OPEN_MPI_5} (or {names.MPI_MPICH}, {names.MPI_INTEL}), whose one-sided communication "
+                   "works between pods; or keep every rank in one pod (trainer.numNodes: 1 on a runtime with "
+                   "runLauncherAsNode: false).",
+                   pod.name if pod else None, line.rank, host or None)
+
+
 def _daemon_lost(facts: Facts, said: Said) -> Failure | None:
     if not (m := said.box(launch_log.BOX_DAEMON_LOST)):
         return None
@@ -383,7 +413,8 @@ def _exit_code(facts: Facts, said: Said) -> Failure | None:
 
 
 _RULES: tuple[Callable[[Facts, Said], Failure | None], ...] = (
-    _ssh_refused, _unresolvable, _connection_refused, _slots, _executable, _nccl, _daemon_lost, _signaled, _exit_code)
+    _ssh_refused, _unresolvable, _connection_refused, _slots, _executable, _nccl, _one_sided, _daemon_lost, _signaled,
+    _exit_code)
 
 
 # -- the launcher's own command --------------------------------------------------------------------

@@ -14,6 +14,7 @@ export const FAILURE_ANCHORS = {
   NotEnoughSlots: 'not-enough-slots',
   MPIDaemonLost: 'open-mpi-daemon-lost',
   NCCLError: 'nccl-error-or-timeout',
+  OneSidedUnavailable: 'one-sided-communication-unavailable',
   ProgramFailed: 'program-failed',
   MPINotInstalled: 'mpi-implementation-not-installed',
   WireUpTimeout: 'wire-up-timeout',
