@@ -111,14 +111,38 @@ def _argv(name: str, path: str, pid: int, lines: bool) -> list[str]:
     return [path, "-nx", "-batch", "-p", str(pid), "-ex", "bt"]
 
 
-def _ids(pid: int) -> set[int]:
-    """The process's ids: the machine's and, in a PID namespace, its own (which py-spy reports)."""
+def _ns_pids(pid: int) -> list[int]:
+    """The process's ids, outermost first: the machine's and, in PID namespaces, its own (`NSpid`)."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
-        return {pid}
+        return [pid]
     line = next((ln for ln in status.splitlines() if ln.startswith("NSpid:")), "")
-    return {pid, *(int(f) for f in line.split()[1:] if f.isdigit())}
+    return [int(f) for f in line.split()[1:] if f.isdigit()] or [pid]
+
+
+def _ids(pid: int) -> set[int]:
+    """The ids py-spy may report a process by (it names threads by the innermost)."""
+    return {pid, *_ns_pids(pid)}
+
+
+def _inside(argv: list[str], pid: int) -> list[str]:
+    """A native tool's `argv`, run in the rank's own mount and PID namespaces where the files it runs are not
+    where its /proc/PID/maps names them from here. Those names are relative to this process's root; a pod's
+    root that lies outside it (a server in a chroot) gets them as paths from the machine's root, which
+    eu-stack and gdb cannot open, and without the files' unwind tables they read no frame. Inside, the paths
+    are the pod's own. (py-spy reads through /proc/PID/root and needs none of this.)"""
+    try:
+        visible = Path(os.readlink(f"/proc/{pid}/exe")).exists()
+        same_user_ns = os.readlink(f"/proc/{pid}/ns/user") == os.readlink("/proc/self/ns/user")
+    except OSError:
+        return argv
+    if visible:
+        return argv
+    own = str(_ns_pids(pid)[-1])
+    owner = [] if same_user_ns else ["--user", "--preserve-credentials"]  # rootless: as the namespace's owner
+    return ["nsenter", f"--target={pid}", *owner, "--mount", "--pid", "--root", "--",
+            *(own if arg == str(pid) else arg for arg in argv)]
 
 
 def _frames(name: str, out: bytes, pid: int) -> tuple[Frame, ...]:
@@ -170,7 +194,9 @@ async def _read(name: str, path: str, rank: RankProcess, deadline: float, timeou
                 lines: bool = True) -> tuple[Frame, ...]:
     """One tool's frames of a rank (outermost first, as read); LookupError when it read none but another tool
     may, `Unreadable` when none would."""
-    ran = await _run(_argv(name, path, rank.pid, lines), rank.pid, deadline - asyncio.get_running_loop().time())
+    argv = _argv(name, path, rank.pid, lines)
+    ran = await _run(argv if name == PY_SPY else _inside(argv, rank.pid), rank.pid,
+                     deadline - asyncio.get_running_loop().time())
     if ran is None:
         ended = "" if procfs.read_stat(rank.pid) else "; the rank has ended since"
         raise Unreadable(f"{name} read nothing within {timeout:g}s and was stopped{ended}")
