@@ -36,7 +36,7 @@ from mpijob.api.names import LABEL_QUEUE_NAME
 from mpijob.api.openshift import scc, scc_crd
 from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.api.trainer import mpi_impl, patches, support
-from mpijob.api.trainer.plan import RunPlan, resolve
+from mpijob.api.trainer.plan import RunPlan, resolve, size
 from mpijob.api.trainer.trainjob import check_runtime_ref
 from mpijob.server import openapi
 from mpijob.server.ports import Controllers
@@ -118,6 +118,7 @@ def check_references(store: Store, res: Resource, obj: dict[str, Any], user: rba
     candidate = _candidate(obj)
     plan = cache(partial(resolve, candidate, runtime))
     check_mpi_install(obj, runtime, sandbox_mode, controllers)
+    check_machine(obj, runtime, sandbox_mode, controllers)
     check_volumes(obj, runtime, plan, sandbox_mode)
     check_root_sshd(obj, plan, sandbox_mode)
     if causes := patches.runtime_causes(obj, runtime):  # Trainer's webhook, with the runtime in hand
@@ -136,6 +137,21 @@ def check_mpi_install(trainjob: dict[str, Any], runtime: dict[str, Any], sandbox
         ref = trainjob.get("spec", {}).get("runtimeRef", {}).get("name", "")
         raise invalid("TrainJob", trainjob["metadata"].get("name", ""),
                       [Cause("spec.runtimeRef.name", f'Invalid value: "{ref}": {why}')], names.TRAINER_GROUP)
+
+
+def check_machine(trainjob: dict[str, Any], runtime: dict[str, Any], sandbox_mode: SandboxMode | None,
+                  controllers: Controllers) -> None:
+    """Refuse (422) a TrainJob with more pods than this machine could ever run (`kubelet.capacity`), naming the
+    limit and the largest job that fits, before its pods are planned. Trainer sets no bound on numNodes; a
+    cluster's is its nodes."""
+    if sandbox_mode is None:
+        return
+    pods, slots = size(trainjob, runtime)
+    if why := controllers.machine_refusal(pods, slots):
+        nodes = (trainjob.get("spec", {}).get("trainer") or {}).get("numNodes", pods)
+        raise invalid("TrainJob", trainjob["metadata"].get("name", ""), [Cause(
+            "spec.trainer.numNodes", f"Invalid value: {nodes}: {why}; ask for fewer nodes (or processes per node), "
+            "or run the job on a cluster")], names.TRAINER_GROUP)
 
 
 def check_volumes(trainjob: dict[str, Any], runtime: dict[str, Any], plan: Callable[[], RunPlan],

@@ -40,6 +40,9 @@ class Controllers:
     # Why the runtime's MPI cannot run here, in the sandbox `mode` ("" when it can; None: no controllers):
     # `kubelet.mpi_installs.missing`, then `sandbox_refusal`.
     mpi_refusal: Callable[[Implementation, SandboxMode | None], str]
+    # why a job of this many pods, of this many ranks each, can never run on this machine ("" when it can):
+    # `kubelet.capacity.too_many_pods`
+    machine_refusal: Callable[[int, int], str]
     admit_pods: Callable[[Store, RunPlan, rbac.User | None], RunPlan]  # OpenShift's SCC admission: `scc.admit`
     # a new Pod no job owns, admitted to run here (mutated in place), or refused: `kubelet.bare_admission.admit`
     admit_bare_pod: Callable[[Store, Obj, rbac.User | None, SandboxMode], None]
@@ -61,7 +64,7 @@ def connect() -> Controllers:
     from mpijob.api.kueue import scheduler
     from mpijob.controllers import quota as quotas
     from mpijob.controllers import scc
-    from mpijob.controllers.kubelet import bare_admission, mpi_installs
+    from mpijob.controllers.kubelet import bare_admission, capacity, mpi_installs
     from mpijob.controllers.kueue import workloads
     from mpijob.controllers.metrics import Metrics
 
@@ -80,8 +83,8 @@ def connect() -> Controllers:
         return await rank_stacks.of_run(manager.kinds.runs(), uid)
 
     return Controllers(
-        mpi_refusal=mpi_refusal, admit_pods=scc.admit, admit_bare_pod=bare_admission.admit,
-        with_limit_ranges=quotas.with_limit_ranges,
+        mpi_refusal=mpi_refusal, machine_refusal=capacity.too_many_pods, admit_pods=scc.admit,
+        admit_bare_pod=bare_admission.admit, with_limit_ranges=quotas.with_limit_ranges,
         namespace_usage=quotas.namespace_usage, render_workload=workloads.render_workload,
         local_queues=workloads.local_queue_map, snapshot=workloads.build_snapshot,
         queue_positions=scheduler.positions, kubernetes_service=kubernetes_service(), metrics=Metrics,

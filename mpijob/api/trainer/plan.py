@@ -139,6 +139,32 @@ def _runtime_resources_per_node(rjobs: list[dict]) -> dict | None:
     return None
 
 
+def size(trainjob: dict, runtime: dict) -> tuple[int, int]:
+    """How many pods the job's plan would have, and how many ranks each: `resolve`'s counts, without making
+    the pods (a job too big for the machine is refused before any is made)."""
+    runtime = patches.apply(trainjob, runtime)
+    ml = dig(runtime, "spec", "mlPolicy") or {}
+    rjobs = dig(runtime, "spec", "template", "spec", "replicatedJobs") or []
+    _, node_replicas, slots = _size(dig(trainjob, "spec", "trainer") or {}, ml, ml.get("mpi") or {}, rjobs)
+    return node_replicas + 1, slots
+
+
+def _size(trainer: dict, ml: dict, mpi: dict, rjobs: list[dict]) -> tuple[int, int, int]:
+    """numNodes, the node pods (besides the launcher) and the slots of each."""
+    num_nodes = int(trainer.get("numNodes") or ml.get("numNodes") or 1)
+    node_replicas = 0  # a launcher-only runtime: the launcher is the single host (Trainer allows it for numNodes 1)
+    if any(rj.get("name") == names.NODE for rj in rjobs):
+        node_replicas = max(num_nodes - 1, 1) if mpi.get("runLauncherAsNode", False) else num_nodes
+    # slots: trainer.numProcPerNode, else the runtime's, widened to the GPU count when that is 1
+    runtime_procs = int(mpi.get("numProcPerNode") or 1)
+    if trainer.get("numProcPerNode") is not None:
+        return num_nodes, node_replicas, int(trainer["numProcPerNode"])
+    gpus = gpu_count(trainer.get("resourcesPerNode") or _runtime_resources_per_node(rjobs)) if runtime_procs == 1 else 0
+    if gpus > 1:
+        return num_nodes, node_replicas, gpus
+    return num_nodes, node_replicas, runtime_procs
+
+
 def resolve(trainjob: dict, runtime: dict) -> RunPlan:
     """The run plan for `trainjob` on MPI `runtime`, following Trainer's MPI plugin (docs/parity.md).
 
@@ -166,23 +192,7 @@ def resolve(trainjob: dict, runtime: dict) -> RunPlan:
     launcher_as_node = bool(mpi.get("runLauncherAsNode", False))
     impl = mpi_impl.of_runtime(runtime)  # the annotation's MPI: hostfile format, launcher variables
     mount = mpi.get("sshAuthMountPath") or names.DEFAULT_SSH_AUTH_MOUNT_PATH
-    num_nodes = int(trainer.get("numNodes") or ml.get("numNodes") or 1)
-    if names.NODE in by_name:  # noqa: SIM108 — each branch has its comment
-        node_replicas = max(num_nodes - 1, 1) if launcher_as_node else num_nodes
-    else:  # launcher-only runtime: the launcher is the single host (Trainer allows it for numNodes 1)
-        node_replicas = 0
-
-    # slots: trainer.numProcPerNode, else the runtime's, widened to the GPU count when that is 1
-    runtime_procs = int(mpi.get("numProcPerNode") or 1)
-    if trainer.get("numProcPerNode") is not None:
-        slots = int(trainer["numProcPerNode"])
-    else:
-        slots = runtime_procs
-        if runtime_procs == 1:
-            per_node = trainer.get("resourcesPerNode") or _runtime_resources_per_node(rjobs)
-            gpus = gpu_count(per_node)
-            if gpus > 1:
-                slots = gpus
+    num_nodes, node_replicas, slots = _size(trainer, ml, mpi, rjobs)
 
     subdomain = dig(runtime, "spec", "template", "spec", "network", "subdomain") or job
     user_env = [dict(e) for e in trainer.get("env") or []]

@@ -13,9 +13,9 @@ from mpijob.api.core.structural import show
 from mpijob.api.names import MAX_ENV
 from mpijob.api.trainer import patches
 
-# Every node is a real sshd plus a process group on this one machine; past 64 a single host runs out of
-# sensible capacity long before MPI does, and such jobs belong on a real cluster (`--context`).
-MAX_NUM_NODES = 64
+# Trainer's bound on numNodes (an int32); what one machine can hold is the local cluster's admission's
+# (`server/admission.check_machine`), computed from the machine
+MAX_NUM_NODES = (1 << 31) - 1
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 MANAGED_BY = (names.MANAGED_BY_TRAINER, names.MANAGED_BY_MULTIKUEUE)
 IMMUTABLE = ("runtimeRef", "trainer", "initializer", "activeDeadlineSeconds", "managedBy")

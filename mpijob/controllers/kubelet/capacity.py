@@ -8,8 +8,11 @@ exercise the GPU logic on machines without GPUs.
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
+from dataclasses import dataclass
+from pathlib import Path
 
 from mpijob.api.kueue.capacity import parse_capacity
 
@@ -43,3 +46,90 @@ def detect() -> dict[str, str]:
     if text := os.environ.get(ENV):
         found.update(parse_capacity(text))
     return found
+
+
+# -- how many pods of one job this machine can hold ------------------------------------------------------
+
+# What one pod costs the machine beyond its program, measured on a 64-node job (bench/scaling.py, "pod cost"):
+# its tasks (supervisor, sandbox init, sshd and the launcher's session of it, the MPI daemon with its threads,
+# the rank agent), their memory (proportional set size: shared pages split among the pods sharing them), and
+# the server's file descriptors held for it (its supervisor's pipe, pidfd, log files).
+POD_TASKS = 16
+POD_MEMORY = 24 << 20  # bytes
+POD_FDS = 8
+PROGRAM_TASKS, PROGRAM_MEMORY = 4, 64 << 20  # a rank of the smallest program (mpi4py's hello), per process
+
+
+@dataclass(frozen=True)
+class Room:
+    """One resource of the machine, whole: `pods` of the kind asked for fit in `total` of it."""
+
+    resource: str
+    total: int
+    per_pod: int
+    unit: str = ""
+
+    @property
+    def pods(self) -> int:
+        return max(self.total, 0) // self.per_pod
+
+    def show(self, n: int) -> str:
+        return f"{n >> 20} MiB" if self.unit == "bytes" else str(n)
+
+
+def rooms(procs_per_pod: int = 1) -> list[Room]:
+    """The machine's limits on pods, each with what a pod of `procs_per_pod` ranks takes of it. Whole, not
+    what is free now: a job that fits once others end waits in its queue; one that never fits is refused."""
+    tasks = POD_TASKS + PROGRAM_TASKS * procs_per_pod
+    memory = POD_MEMORY + PROGRAM_MEMORY * procs_per_pod
+    found = [Room("kernel.threads-max", _int(Path("/proc/sys/kernel/threads-max")), tasks),
+             Room("kernel.pid_max", _int(Path("/proc/sys/kernel/pid_max")), tasks),
+             Room("memory (MemTotal)", _meminfo("MemTotal") * 1024, memory, "bytes")]
+    if cgroup := _own_cgroup():
+        if (limit := _int(cgroup / "pids.max")) > 0:
+            found.append(Room(f"the server's cgroup's pids.max ({cgroup})", limit, tasks))
+        if (limit := _int(cgroup / "memory.max")) > 0:
+            found.append(Room(f"the server's cgroup's memory.max ({cgroup})", limit, memory, "bytes"))
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY:
+        found.append(Room("the server's open files (ulimit -Hn)", hard, POD_FDS))
+    if os.geteuid() != 0 and (nproc := resource.getrlimit(resource.RLIMIT_NPROC)[1]) != resource.RLIM_INFINITY:
+        found.append(Room("the server's user's processes (ulimit -Hu)", nproc, tasks))
+    return found
+
+
+def too_many_pods(pods: int, procs_per_pod: int = 1) -> str:
+    """Why a job of `pods` pods can never run on this machine ("" when it can): the tightest limit, and the
+    largest job it leaves room for."""
+    tight = min(rooms(procs_per_pod), key=lambda r: r.pods)
+    if pods <= tight.pods:
+        return ""
+    return (f"this machine holds at most {tight.pods} pods of {procs_per_pod} process(es) each, not {pods}: "
+            f"{tight.resource} is {tight.show(tight.total)}, and a pod takes about {tight.show(tight.per_pod)} of it")
+
+
+def _int(path: Path) -> int:
+    """An integer file; -1 when it says `max` (no limit) or cannot be read."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return -1
+    return int(text) if text.isdigit() else -1
+
+
+def _meminfo(field: str) -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _own_cgroup() -> Path | None:
+    """This process's cgroup v2 directory, when it is one."""
+    try:
+        line = next(ln for ln in Path("/proc/self/cgroup").read_text().splitlines() if ln.startswith("0::"))
+    except (OSError, StopIteration):
+        return None
+    path = Path("/sys/fs/cgroup") / line[3:].lstrip("/")
+    return path if path.is_dir() else None
