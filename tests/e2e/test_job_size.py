@@ -4,9 +4,14 @@ naming the limit and the largest job that fits (`controllers/kubelet/capacity.py
 
 from __future__ import annotations
 
+import copy
+import os
 import re
 
 import httpx
+import pytest
+from mpijob.api import names
+from mpijob.api.trainer import runtimes
 from mpijob.controllers.kubelet import capacity
 
 from support import TRAINER, condition, create, job_pods, launcher_of, pod_log, trainjob, wait_finished
@@ -39,3 +44,33 @@ def test_a_hundred_nodes_run_every_rank(api: httpx.Client) -> None:
     assert ranks == list(range(100)), log[-3000:]
     assert len({line.split()[-1] for line in log.splitlines() if line.startswith("rank ")}) == 100
     api.delete(f"{TRAINER}/namespaces/default/trainjobs/ee-size-100")
+
+
+# Every run: Open MPI 5 at 50 nodes × 2 ranks. With MPIJOB_E2E_SIZE_ALL=1 (by hand; 75 s on 2 cores), also
+# Open MPI 5, MPICH and Intel MPI at 100 × 1.
+SIZES = [(names.MPI_OPEN_MPI_5, 50, 2)] + ([(impl, 100, 1) for impl in (names.MPI_OPEN_MPI_5, names.MPI_MPICH,
+                                                                        names.MPI_INTEL)]
+                                         if os.environ.get("MPIJOB_E2E_SIZE_ALL") else [])
+
+
+@pytest.mark.parametrize(("impl", "nodes", "procs"), SIZES)
+def test_large_jobs_under_each_mpi(impl: str, nodes: int, procs: int, api: httpx.Client) -> None:
+    rt = copy.deepcopy(runtimes.bundled()[0])
+    name = f"size-{impl.lower()}"
+    rt["kind"], rt["metadata"] = "TrainingRuntime", {"name": name, "annotations": {names.ANNOTATION_MPI_IMPLEMENTATION: impl}}
+    api.delete(f"{TRAINER}/namespaces/default/trainingruntimes/{name}")
+    assert api.post(f"{TRAINER}/namespaces/default/trainingruntimes", json=rt).status_code == 201
+    job = f"ee-size-{impl.lower()}-{nodes}x{procs}"
+    tj = trainjob(job, ["mpirun", "sh", "-c", RANK.replace("OMPI_COMM_WORLD", "PMI")
+                        if impl in (names.MPI_MPICH, names.MPI_INTEL) else RANK], num_nodes=nodes)
+    tj["spec"]["runtimeRef"] = {"name": name, "kind": "TrainingRuntime"}
+    tj["spec"]["trainer"]["numProcPerNode"] = procs
+    create(api, tj)
+    done = wait_finished(api, job, timeout=600)
+    log = pod_log(api, launcher_of(job_pods(api, job))["metadata"]["name"])
+    assert condition(done, "Complete"), (done.get("status"), log[-3000:])
+    size = nodes * procs
+    ranks = sorted(int(m[1]) for m in re.finditer(rf"^rank (\d+) of {size} on \S+$", log, re.M))
+    assert ranks == list(range(size)), log[-3000:]
+    api.delete(f"{TRAINER}/namespaces/default/trainjobs/{job}")
+    api.delete(f"{TRAINER}/namespaces/default/trainingruntimes/{name}")
