@@ -50,14 +50,14 @@ def detect() -> dict[str, str]:
 
 # -- how many pods of one job this machine can hold ------------------------------------------------------
 
-# What one pod costs the machine beyond its program, measured on a 64-node job (bench/scaling.py, "pod cost"):
-# its tasks (supervisor, sandbox init, sshd and the launcher's session of it, the MPI daemon with its threads,
-# the rank agent), their memory (proportional set size: shared pages split among the pods sharing them), and
-# the server's file descriptors held for it (its supervisor's pipe, pidfd, log files).
+# What one pod costs the machine beyond its program (bench/podcost.py: per node pod of a 64-node job, its
+# supervisor, `unshare`, the sandbox's shell, sshd, the MPI daemon with its threads and the rank agent held
+# 12 tasks and 20 MiB, proportional set size; the server held 2.8 more open files per pod), with room for
+# sshd's session processes while the job starts. A rank of an mpi4py program: PROGRAM_*, per process.
 POD_TASKS = 16
 POD_MEMORY = 24 << 20  # bytes
-POD_FDS = 8
-PROGRAM_TASKS, PROGRAM_MEMORY = 4, 64 << 20  # a rank of the smallest program (mpi4py's hello), per process
+POD_FDS = 4
+PROGRAM_TASKS, PROGRAM_MEMORY = 4, 64 << 20
 
 
 @dataclass(frozen=True)
