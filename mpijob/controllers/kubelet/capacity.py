@@ -50,14 +50,15 @@ def detect() -> dict[str, str]:
 
 # -- how many pods of one job this machine can hold ------------------------------------------------------
 
-# What one pod costs the machine beyond its program (bench/podcost.py: per node pod of a 64-node job, its
-# supervisor, `unshare`, the sandbox's shell, sshd, the MPI daemon with its threads and the rank agent held
-# 12 tasks and 20 MiB, proportional set size; the server held 2.8 more open files per pod), with room for
-# sshd's session processes while the job starts. A rank of an mpi4py program: PROGRAM_*, per process.
+# What one pod costs the machine beyond its program (bench/podcost.py: each node pod's supervisor, `unshare`,
+# the sandbox's shell, sshd, the MPI daemon with its threads and the rank agent held 12 tasks and 14 MiB of
+# proportional set size in a 64-node job, 23 MiB in a 16-node one, where fewer pods share the pages; the
+# server held 2 open files more per pod), with room for sshd's session processes while the job starts. A
+# rank, per process: an mpi4py program that has initialized MPI held 3 tasks and 9 MiB (30 MiB resident).
 POD_TASKS = 16
 POD_MEMORY = 24 << 20  # bytes
 POD_FDS = 4
-PROGRAM_TASKS, PROGRAM_MEMORY = 4, 64 << 20
+PROGRAM_TASKS, PROGRAM_MEMORY = 4, 32 << 20
 
 
 @dataclass(frozen=True)
