@@ -50,14 +50,25 @@ def test_a_grandchilds_exit_status_is_read_from_its_pidfd() -> None:
 
 
 def test_the_first_non_zero_exit_below_a_proxy_is_the_failure_not_a_zero_exit_nor_a_signal(tmp_path: Path) -> None:
-    script = ("PMI_RANK=0 bash -c 'sleep 0.3; exit 0' & "
-              "PMI_RANK=1 bash -c 'sleep 0.3; kill -9 $$' & "
-              "PMI_RANK=2 bash -c 'sleep 0.8; exit 5' & "
-              "PMI_RANK=3 bash -c 'sleep 3; exit 7' & wait")
+    """The ranks end only once the watch has seen all four (under load, a look could otherwise come after a
+    rank had already gone): rank 0 exits 0 and rank 1 is killed at once, rank 2 exits 5, rank 3 exits 7 later."""
+    go = tmp_path / "go"
+    wait = f"while [ ! -e {go} ]; do sleep 0.02; done"
+    script = (f"PMI_RANK=0 bash -c '{wait}; exit 0' & "
+              f"PMI_RANK=1 bash -c '{wait}; kill -9 $$' & "
+              f"PMI_RANK=2 bash -c '{wait}; sleep 0.5; exit 5' & "
+              f"PMI_RANK=3 bash -c '{wait}; sleep 3; exit 7' & wait")
     proc = proxy(tmp_path, script)
     try:
         async def watch() -> rank_exits.RankExit:
-            return await asyncio.wait_for(rank_exits.Watch({"node-0": ("host-0", (proc.pid,))}, 1).first_failure(), 10)
+            w = rank_exits.Watch({"node-0": ("host-0", (proc.pid,))}, 1)
+            first = asyncio.ensure_future(w.first_failure())
+            for _ in range(1000):  # 10 s
+                if sorted(rank for *_, rank in w.watched.values() if rank is not None) == [0, 1, 2, 3]:
+                    break
+                await asyncio.sleep(0.01)
+            go.touch()
+            return await asyncio.wait_for(first, 10)
 
         ended = asyncio.run(watch())
         assert ended == rank_exits.RankExit(2, 5, "node-0", "host-0")
