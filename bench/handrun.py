@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpijob.controllers.kubelet.sandbox import PRIVSEP_DIR
+from mpijob.controllers.kubelet.mpi_env import LOCAL_MCA
+from mpijob.controllers.kubelet.sandbox import KEX, PRIVSEP_DIR
 
 SSHD = "/usr/sbin/sshd"
 SSH_PORT = 2222
@@ -74,20 +75,24 @@ async def run(command_script: str, marker: str, nodes: int) -> Sample:
         (work / "home").mkdir()
         for i, ip in enumerate(ips):
             cfg = work / f"sshd_{i}.conf"
-            cfg.write_text(_sshd_config(ip, host_key, work / "authorized_keys", work / "home"))
+            (tmp := work / f"tmp_{i}").mkdir()
+            cfg.write_text(_sshd_config(ip, host_key, work / "authorized_keys", work / "home", tmp))
             log = open(work / f"sshd_{i}.log", "wb")  # noqa: SIM115 — handed to the child
             sshds.append(await asyncio.create_subprocess_exec(
                 SSHD, "-D", "-e", "-f", str(cfg), stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
                 start_new_session=True,
             ))
             log.close()
-        hosts = [f"bench-node-{i}" for i in range(len(ips))]
-        (work / "ssh_config").write_text(_ssh_config(hosts, ips, key))
-        (work / "hostfile").write_text("".join(f"{h} slots=1\n" for h in [*hosts, "localhost"]))
+        # The hostfile names the sshds by address: names the machine's resolver does not know cost mpirun a
+        # DNS timeout (5 s at 16 hosts here), where the pods' names are in their /etc/hosts
+        (work / "ssh_config").write_text(_ssh_config(key))
+        (work / "hostfile").write_text("".join(f"{h} slots=1\n" for h in [*ips, "localhost"]))
         await asyncio.gather(*(_wait_tcp(ip, SSH_PORT, sshds[i], work / f"sshd_{i}.log") for i, ip in enumerate(ips)))
 
         env = dict(
             os.environ,
+            **LOCAL_MCA,  # what every pod's mpirun gets too
+
             OMPI_MCA_orte_default_hostfile=str(work / "hostfile"),
             OMPI_MCA_plm_rsh_agent=f"ssh -F {work / 'ssh_config'}",
             OMPI_MCA_btl_tcp_if_include="lo",
@@ -140,10 +145,11 @@ def parse_rank(line: str, marker: str) -> str | None:
     return found[1] if found else None
 
 
-def _sshd_config(ip: str, host_key: Path, authorized_keys: Path, home: Path) -> str:
+def _sshd_config(ip: str, host_key: Path, authorized_keys: Path, home: Path, tmp: Path) -> str:
     """Sessions get an empty HOME, as mpijob's pods do: the login user's dotfiles (here root's
     `pyenv init`, ~0.1 s per ssh session, ~0.6 s per tree-spawned mpirun) are the machine's cost,
-    not the floor of an MPI start."""
+    not the floor of an MPI start. Each host gets a TMPDIR of its own, where Open MPI keeps its session
+    directory, as separate machines (and pods) have."""
     return "\n".join([
         f"ListenAddress {ip}:{SSH_PORT}",
         f"HostKey {host_key}",
@@ -158,15 +164,12 @@ def _sshd_config(ip: str, host_key: Path, authorized_keys: Path, home: Path) -> 
         "PrintMotd no",
         "LogLevel ERROR",
         "MaxStartups 200",
-        f"SetEnv HOME={home}",
+        f"SetEnv HOME={home} TMPDIR={tmp}",
     ]) + "\n"
 
 
-def _ssh_config(hosts: list[str], ips: list[str], key: Path) -> str:
-    lines: list[str] = []
-    for host, ip in zip(hosts, ips):
-        lines += [f"Host {host}", f"  HostName {ip}"]
-    lines += [
+def _ssh_config(key: Path) -> str:
+    lines = [
         "Host *",
         "  StrictHostKeyChecking no",
         "  UserKnownHostsFile /dev/null",
@@ -175,6 +178,7 @@ def _ssh_config(hosts: list[str], ips: list[str], key: Path) -> str:
         "  IdentitiesOnly yes",
         "  BatchMode yes",
         "  LogLevel ERROR",
+        f"  KexAlgorithms {KEX}",  # as the pods' ssh does
     ]
     return "\n".join(lines) + "\n"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from mpijob.api.trainer.mpi_output import LauncherOutput
 from mpijob.store.logfile import UNRANKED, LogWriter
 
-FOLLOW_POLL = 0.05  # seconds between looks at a followed file
+FOLLOW_POLL = 0.02  # seconds between looks at a followed file (a read that finds nothing costs microseconds)
 DONE_POLL = 0.25  # seconds between asking whether a followed container has ended (a store read, dearer than a stat)
 
 

@@ -52,11 +52,11 @@ def prrte_exit(rank: int, code: int) -> list[str]:
 
 def facts(*lines: str | tuple[int, str], launcher: PodFacts = LAUNCHER, pods: tuple[PodFacts, ...] = (NODE, NODE1),
           culprit: str = LAUNCHER.name, starting: bool = False, ready_timeout: float = 0.0,
-          sshd_answered: bool = False, implementation: str = "") -> Facts:
+          implementation: str = "") -> Facts:
     """Job `j` with 3 hosts of one slot; `lines` are the launcher's last (a rank's as `(rank, text)`)."""
     log = tuple(Line(*ln) if isinstance(ln, tuple) else Line(None, ln) for ln in lines)
     return Facts("j", culprit, (*pods, launcher), log, slots=3, hosts=3, key_dir="/home/mpiuser/.ssh",
-                 starting=starting, ready_timeout=ready_timeout, sshd_answered=sshd_answered,
+                 starting=starting, ready_timeout=ready_timeout,
                  implementation=implementation)
 
 
@@ -98,8 +98,6 @@ def test_a_node_before_it_was_ready() -> None:
     assert "/run/sshd" in found.summary and found.pod == NODE.name
     silent = classify(facts(culprit=NODE.name, starting=True, ready_timeout=0.5))
     assert silent.reason == names.FAILURE_SSHD_NOT_READY and "within 0.5s" in silent.summary
-    refused = classify(facts(culprit=NODE.name, starting=True, ready_timeout=60, sshd_answered=True))
-    assert refused.reason == names.FAILURE_SSH_AUTH and "answered" in refused.summary
 
 
 def test_nothing_listening_on_a_node_is_sshd_not_ready() -> None:

@@ -15,6 +15,7 @@ from mpijob.api.sandbox_mode import SandboxMode
 from mpijob.api.trainer.plan import resolve
 from mpijob.api.trainer.runtimes import bundled
 from mpijob.controllers.kubelet.sandbox import (
+    FSTAB,
     JobFiles,
     ServiceAccountFiles,
     User,
@@ -72,14 +73,15 @@ def test_namespace_mode_mounts_the_volume_read_only_at_kubes_path(tmp_path: Path
     files = JobFiles(tmp_path / "job", SandboxMode.NAMESPACE)
     launcher = plan.pods[-1]
     user = User(1000, 1000, "mpiuser", "/home/mpiuser")
-    script = files.argv(plan, launcher, user, ["true"], {})[-3]
-    assert SA_PATH not in script  # nothing written: nothing mounted
+    fstab = files.pod_dir(launcher) / FSTAB
+    fstab.parent.mkdir(parents=True)  # as `write_pod` makes it first
+    files.argv(plan, launcher, user, ["true"], {})
+    assert SA_PATH not in fstab.read_text()  # nothing written: nothing mounted
     files.write_service_account(launcher, _me(), FILES)
-    script = files.argv(plan, launcher, user, ["true"], {})[-3]
-    lines = script.splitlines()
-    mount = f"mount --bind -o ro {files.service_account_dir(launcher)} {SA_PATH}"
-    assert mount in lines
-    assert lines.index(mount) > lines.index("mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run")  # in its own /run
+    lines = files.argv(plan, launcher, user, ["true"], {})[-3].splitlines()
+    assert f"{files.service_account_dir(launcher)} {SA_PATH} none bind,ro,X-mount.mkdir 0 0" in fstab.read_text()
+    mount = f"mount --all --fstab {fstab}"  # in its own /run: after that is mounted
+    assert lines.index(mount) > lines.index("mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run")
 
 
 def test_process_mode_leaves_the_files_in_the_pod_directory(tmp_path: Path, plan) -> None:

@@ -69,7 +69,6 @@ class Facts:
     key_dir: str = ""  # where the pods find the job's SSH key (the runtime's sshAuthMountPath)
     starting: bool = False  # the culprit failed before every node accepted the job key
     ready_timeout: float = 0.0  # its sshd had that long to accept the key
-    sshd_answered: bool = False  # its sshd spoke SSH before the deadline (so the key was what it refused)
     # the MPI that ran (names.MPI_IMPLEMENTATIONS): one MPI's words never count under another
     # (api/trainer/launch_log.py)
     implementation: str = ""  # "" not known: every MPI's words count
@@ -173,12 +172,9 @@ def _not_ready(facts: Facts, node: PodFacts) -> Failure:
     where = _where(node)
     if node.exit_code is not None:
         return Failure(names.FAILURE_SSHD_NOT_READY, f"the sshd of {where} exited with {_exit(node)} before it "
-                       f"accepted the job's SSH key{_said(node.last_line)}",
+                       f"answered on port 2222{_said(node.last_line)}",
                        "sshd could not start; its last line above says why (a runtime whose node command "
                        "is not sshd's, a host key it cannot read, its port 2222 taken).", node.name, None, node.host)
-    if facts.sshd_answered:
-        return Failure(names.FAILURE_SSH_AUTH, f"the sshd of {where} answered but did not accept the job's SSH "
-                       f"key within {facts.ready_timeout:g}s", _key_fix(facts), node.name, None, node.host)
     return Failure(names.FAILURE_SSHD_NOT_READY, f"the sshd of {where} did not answer on port 2222 within "
                    f"{facts.ready_timeout:g}s", "A loaded machine starts sshd slowly: run fewer jobs at once, or give "
                    "nodes longer (MPIJOB_READY_TIMEOUT on the server, in seconds).", node.name, None, node.host)

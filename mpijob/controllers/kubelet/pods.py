@@ -117,7 +117,7 @@ async def spawn(
     shim.write_atomically(state_dir / shim.SPEC, {
         "argv": argv, "env": env, "cwd": cwd, "log": str(log), "mpi": mpi, "ends_with": str(ends_with or ""),
         "rank_output": str(rank_output or ""), "stdin": stdin,
-        "cgroup": {"path": str(cgroup.path), "version": cgroup.version} if cgroup else None})
+        "cgroup": {"path": str(cgroup.path), "version": cgroup.version} if cgroup else None}, durable=False)
     answer = await _fork_server().supervise(state_dir)
     if not answer.isdigit():  # the pod could not be started: the supervisor says why
         raise OSError(f"pod {namespace}/{name} could not start: {answer.removeprefix('! ')}")

@@ -45,6 +45,9 @@ PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size: a burst of ou
 PIPE_MODE = 0o622
 # How often a launcher's output pipes are made blocking again (`_hold_blocking`), seconds
 BLOCKING_CHECK = 0.05
+# How often the ranks' output files are read (`rank_files.py`): with the log's follow, how late a rank's line
+# reaches `kubectl logs -f`
+RANK_POLL = 0.02
 READ_SIZE = PIPE_SIZE  # one read empties a full pipe
 QUEUED_READS = 64  # reads waiting to be stored (at most 64 MiB); past that, the pod's writes wait
 ORPHANED = 10.0  # seconds a node pod outlives its launcher's end before it stops itself (a server does it in 2)
@@ -61,13 +64,15 @@ def start_time(pid: int) -> int:
     return int(raw.rpartition(")")[2].split()[19])
 
 
-def write_atomically(path: Path, obj: object) -> None:
-    """`obj` as JSON at `path`, complete or not at all, even across a machine crash."""
+def write_atomically(path: Path, obj: object, durable: bool = True) -> None:
+    """`obj` as JSON at `path`, complete or not at all; `durable`: even across a machine crash (an fsync,
+    ~10 ms here: not for what a crash makes moot, such as a pod's spec, its pod gone with the machine)."""
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w") as f:
         json.dump(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -186,7 +191,8 @@ def _store_output(fds: list[int], writers: list[LogWriter], pod: subprocess.Pope
                     os.close(w)
                 held = []
         try:
-            writer, chunk = chunks.get(timeout=BLOCKING_CHECK if held else 1.0 if ends_with else None)
+            wait = RANK_POLL if ranks else BLOCKING_CHECK if held else 1.0 if ends_with else None
+            writer, chunk = chunks.get(timeout=wait)
         except queue.Empty:
             if ranks:
                 ranks.poll()

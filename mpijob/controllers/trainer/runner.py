@@ -216,7 +216,7 @@ class JobRunner(Readiness, Verdicts):
         return tail.decode(errors="replace").strip()
 
     async def run(self) -> Outcome:
-        """Nodes first, the launcher once every node accepts the job key; then supervise."""
+        """Nodes first, the launcher once every node answers SSH; then supervise."""
         plan = self.plan
         nodes = [p for p in plan.pods if not p.is_launcher]
         launcher = next(p for p in plan.pods if p.is_launcher)
@@ -239,12 +239,12 @@ class JobRunner(Readiness, Verdicts):
             # A node whose command is not the managed sshd is probed too when the launcher waits for nodes
             # Ready (MPI Operator's WaitForWorkersReady) and it declares a readiness probe, as a kubelet would
             # probe it: it fails within the bound, saying why, not at mpirun. Without a probe it is Ready running.
-            waits = [self._ready(p, users[p.name], Proc(p.name)) for p in nodes
+            waits = [self._ready(p, Proc(p.name)) for p in nodes
                      if self.files.runs_sshd(plan, p) or (launcher.depends_on_nodes_ready and p.in_hostfile
                                                           and _probed(p))]
             if self.files.runs_sshd(plan, launcher):
                 await self._start(launcher, users[launcher.name], sshd_only=True)
-                waits.append(self._ready(launcher, users[launcher.name], Proc(launcher.name, Role.SSHD)))
+                waits.append(self._ready(launcher, Proc(launcher.name, Role.SSHD)))
             readying = [asyncio.ensure_future(w) for w in waits]
             try:
                 await asyncio.gather(*readying)
@@ -307,7 +307,6 @@ class JobRunner(Readiness, Verdicts):
         """A failed run's outcome in the classifier's words (`api/trainer/failures.py`), from what the runner saw:
         every pod's exit, OOM kills, peak memory and limit, the launcher's last lines with their ranks."""
         facts = self._facts(culprit, starting=not_ready is not None,
-                            sshd_answered=bool(not_ready and not_ready.answered),
                             why=((culprit, not_ready.why),) if not_ready and not_ready.why else ())
         found = bound_failures.not_ready_why(failures.classify(facts), facts)
         return Outcome(False, names.REASON_FAILED_JOBS, found.message, found.reason)
