@@ -40,6 +40,7 @@ class TrainJobController:
         self.ctx, self.store = ctx, ctx.store
         self.launcher = Launcher(ctx, self)  # the runs: shared with MPIJobs' controller, one machine's pools
         self.deadlines: dict[str, asyncio.TimerHandle] = {}  # uid → the check at its activeDeadlineSeconds
+        self.changed: set[tuple[str, str]] = set()  # (namespace, name) of the jobs whose pods changed (`pod_changed`)
 
     @property
     def runners(self) -> dict[str, tuple[JobRunner, asyncio.Task[None]]]:
@@ -191,13 +192,21 @@ class TrainJobController:
         tj.setdefault("status", {})["jobsStatus"] = cond.jobs_status(pods, rjobs, expected)
 
     def pod_changed(self, pod: Obj) -> None:
-        """Keep the owning TrainJob's jobsStatus in step with its pods."""
-        job = pod["metadata"].get("labels", {}).get(names.LABEL_JOBSET_NAME)
-        tj = self.store.try_get(TRAINJOBS, pod["metadata"]["namespace"], job) if job else None
-        if tj is None or cond.finished(tj):
-            return
-        before = tj.get("status", {}).get("jobsStatus")
-        self._mirror(tj)
-        if tj["status"]["jobsStatus"] != before:
-            self.store.update(TRAINJOBS, tj, status=True)
+        """Keep the owning TrainJob's jobsStatus in step with its pods: once for all the changes that come
+        together (a 64-node job's start changes each pod two or three times, and each look lists them all)."""
+        if job := pod["metadata"].get("labels", {}).get(names.LABEL_JOBSET_NAME):
+            if not self.changed:
+                asyncio.get_running_loop().call_soon(self._mirror_changed)
+            self.changed.add((pod["metadata"]["namespace"], job))
+
+    def _mirror_changed(self) -> None:
+        changed, self.changed = self.changed, set()
+        for namespace, job in changed:
+            tj = self.store.try_get(TRAINJOBS, namespace, job)
+            if tj is None or cond.finished(tj):
+                continue
+            before = tj.get("status", {}).get("jobsStatus")
+            self._mirror(tj)
+            if tj["status"]["jobsStatus"] != before:
+                self.store.update(TRAINJOBS, tj, status=True)
 
