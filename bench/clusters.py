@@ -3,8 +3,10 @@ drain (its jobs' pods go too) whatever happens. Benches never touch the user's c
 
 from __future__ import annotations
 
+import signal
 import tempfile
 from collections.abc import Iterator
+from types import FrameType
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -24,9 +26,11 @@ def temp_home(prefix: str) -> Iterator[Home]:
 def serving(home: Home, env: dict[str, str] | None = None, controllers: bool = True,
             timeout: float = 60.0, stop_timeout: float = 30.0) -> Iterator[server_process.ServerInfo]:
     """A server for `home` for the length of the block, then stopped with drain, so its jobs' pods go too —
-    also when the block (or the start itself) fails or is interrupted; a second Ctrl-C during the drain
-    still stops it, without draining. `controllers=False`: an API server only (no pods run)."""
+    also when the block (or the start itself) fails or is interrupted, by Ctrl-C or by SIGTERM (`timeout`
+    sends that: a bench it ended left its server running); a second Ctrl-C during the drain still stops it,
+    without draining. `controllers=False`: an API server only (no pods run)."""
     extra = dict(env or {}) | ({} if controllers else {"MPIJOB_NO_CONTROLLERS": "1"})
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         yield server_process.start(home, timeout=timeout, env=extra)
     finally:
@@ -35,6 +39,13 @@ def serving(home: Home, env: dict[str, str] | None = None, controllers: bool = T
         except KeyboardInterrupt:
             server_process.stop(home, timeout=5)
             raise
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM as an exception, so the `finally` blocks that stop servers and remove homes run."""
+    raise SystemExit(128 + signum)
 
 
 @contextmanager

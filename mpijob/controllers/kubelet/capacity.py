@@ -21,11 +21,8 @@ GPU = "nvidia.com/gpu"
 
 
 def _memory() -> str:
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                return f"{int(line.split()[1]) // 1024}Mi"  # whole MiB read better than KiB
-    return "0"
+    total = _meminfo("MemTotal")
+    return f"{total // 1024}Mi" if total else "0"  # whole MiB read better than KiB
 
 
 def _gpus() -> int:
@@ -119,6 +116,7 @@ def _int(path: Path) -> int:
 
 
 def _meminfo(field: str) -> int:
+    """A /proc/meminfo figure, in KiB (0 when missing)."""
     with open("/proc/meminfo") as f:
         for line in f:
             if line.startswith(f"{field}:"):
