@@ -54,10 +54,11 @@ SSH_PORT = 2222
 # each login here (0.28 s against 0.14 s), and a 64-node start makes 64 of them on 2 cores. The logins stay
 # on this machine, over its loopback or a job's own network; curve25519 was OpenSSH's default until 9.0.
 KEX = "curve25519-sha256"
-FSTAB = "fstab"  # in the pod's directory: its mounts, for `mount --all` (`argv`)
+FSTAB, HIDING_FSTAB = "fstab", "fstab-hiding"  # in the pod's directory: its mounts, for `mount --all` (`argv`)
 MKDIR = "X-mount.mkdir"  # util-linux mount's option: the mount point is made when missing
 SSHD = shutil.which("sshd", path="/usr/sbin:/usr/bin:/sbin:/bin") or "/usr/sbin/sshd"
 STAGE = Path("/run/mpijob-stage")  # mount point for the _reachable() staging binds, in the pod's own /run
+HIDING = "mpijob-hiding"  # the source of the tmpfs that hides a directory the pod's user cannot enter (_reachable)
 # What Debian's sshd needs and only its service unit creates (tmpfiles.d): the privilege separation
 # directory, root-owned and not writable by others. A pod must not rely on the host's.
 PRIVSEP_DIR = "/run/sshd"
@@ -434,11 +435,11 @@ class JobFiles:
                      # rootless, the pod's user owns its files (the server's user does): not to be changed
                      *(("/etc/hosts", "/etc/passwd", "/etc/group", "/etc/ssh/ssh_config")
                        if self.mode == SandboxMode.ROOTLESS else ()))
-        table = [(str(src), dst, "none", f"bind,{'ro,' if dst in read_only else ''}{MKDIR}") for _, src, dst in mounts]
-        _write(d / FSTAB, "".join(" ".join(map(_fstab_field, (*row, "0", "0"))) + "\n" for row in table), 0o644)
-        script.append(f"mount --all --fstab {shlex.quote(str(d / FSTAB))}")
+        binds = [(str(src), dst, "none", f"bind,{'ro,' if dst in read_only else ''}{MKDIR}") for _, src, dst in mounts]
+        script.append(_mount_all(d / FSTAB, binds))
         script += self.volume_mounts.get(pod.name, [])  # the pod's volumes, at their mountPaths (volumes.py)
-        script += self._reachable(user)
+        if hiding := self._reachable(user):  # last: what it hides may hold the volumes' sources
+            script.append(_mount_all(d / HIDING_FSTAB, hiding))
         script.append(f"hostname {shlex.quote(pod.hostname)}")
         sshd = f"{SSHD} -D -e -f {shlex.quote(str(d / 'sshd_config'))}"
         if run_sshd:
@@ -469,27 +470,25 @@ class JobFiles:
         privileges to a user (`sshd`) and sets groups, neither of which a one-uid user namespace allows."""
         return self.drop(user) if self.mode == SandboxMode.ROOTLESS else ""
 
-    def _reachable(self, user: User) -> list[str]:
+    def _reachable(self, user: User) -> list[tuple[str, str, str, str]]:
         """Let a non-root pod reach the server's Python and the job directory when they sit under a
         directory it cannot enter (pyenv or MPIJOB_HOME under a 0700 /root): inside the pod only, that
-        directory becomes a tmpfs holding just those paths, bound back from a staging mount."""
+        directory becomes a tmpfs holding just those paths, bound back from a staging mount. Rows of the pod's
+        mount table; the tmpfs's source is a name no file system of the machine has, or `mount --all` could
+        take the directory for mounted already and leave it open."""
         if self.mode == SandboxMode.ROOTLESS:  # the pod's user is the server's, which reaches them already
             return []
         needed = [Path(sys.base_prefix), Path(sys.prefix), self.root]
         if (installs := mpi_installs.root()).is_dir() and not installs.is_relative_to(sys.prefix):
             needed.append(installs)  # $MPIJOB_MPI_DIR elsewhere
         blocked = {b for p in needed if user.uid and (b := _closed_ancestor(p))}
-        lines = []
+        rows = []
         for top in sorted(blocked):
             stage = STAGE / top.relative_to("/")
-            lines.append(f"mkdir -p {shlex.quote(str(stage))} && "
-                         f"mount --bind {shlex.quote(str(top))} {shlex.quote(str(stage))}")
-            lines.append(f"mount -t tmpfs -o mode=0755 tmpfs {shlex.quote(str(top))}")
-            for p in needed:
-                if p.is_relative_to(top) and p != top:
-                    src, dst = shlex.quote(str(stage / p.relative_to(top))), shlex.quote(str(p))
-                    lines.append(f"mkdir -p {dst} && mount --bind {src} {dst}")
-        return lines
+            rows += [(str(top), str(stage), "none", f"bind,{MKDIR}"), (HIDING, str(top), "tmpfs", "mode=0755")]
+            rows += [(str(stage / p.relative_to(top)), str(p), "none", f"bind,{MKDIR}")
+                     for p in needed if p.is_relative_to(top) and p != top]
+        return rows
 
     def sshd_argv(self, pod: PodPlan) -> list[str]:
         return [SSHD, "-D", "-e", "-f", str(self.pod_dir(pod) / "sshd_config")]
@@ -530,6 +529,13 @@ def _write(path: Path, text: str, mode: int) -> None:
         f.write(text)
     os.chmod(tmp, mode)
     os.replace(tmp, path)
+
+
+def _mount_all(path: Path, rows: list[tuple[str, str, str, str]]) -> str:
+    """The shell line that makes the mounts `rows` (fstab's first four fields) in their order, from a table
+    written at `path`."""
+    _write(path, "".join(" ".join(map(_fstab_field, (*row, "0", "0"))) + "\n" for row in rows), 0o644)
+    return f"mount --all --fstab {shlex.quote(str(path))}"
 
 
 def _fstab_field(value: str) -> str:
