@@ -6,9 +6,9 @@ from __future__ import annotations
 import signal
 import tempfile
 from collections.abc import Iterator
-from types import FrameType
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from types import FrameType
 
 from mpijob.store import server_process
 from mpijob.store.home import Home

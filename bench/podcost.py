@@ -33,7 +33,7 @@ PYTHON_RANK = ["python3", "-c", "from mpi4py import MPI; import time; MPI.COMM_W
 Obj = dict[str, Any]
 
 
-def _pss_kib(pid: int) -> int:
+def pss_kib(pid: int) -> int:
     try:
         text = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
@@ -49,7 +49,7 @@ def _threads(pid: int) -> int:
     return next((int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("Threads:")), 0)
 
 
-def _comm(pid: int) -> str:
+def comm(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
@@ -100,23 +100,23 @@ def measure(nodes: int, python: bool) -> Obj:
                             params={"labelSelector": f"jobset.sigs.k8s.io/jobset-name={name}"}).json()["items"]
             nodes_pods = [p for p in pods if "-node-" in p["metadata"]["name"]]
             procs = {p["metadata"]["name"]: pod_processes(p["metadata"]["name"]) for p in nodes_pods}
-            if len(procs) == nodes - 1 and all(any(_comm(q) == program for q in ps) for ps in procs.values()):
+            if len(procs) == nodes - 1 and all(any(comm(q) == program for q in ps) for ps in procs.values()):
                 break
             if time.monotonic() > deadline:
-                seen = {pod: sorted(_comm(q) for q in ps) for pod, ps in list(procs.items())[:2]}
+                seen = {pod: sorted(comm(q) for q in ps) for pod, ps in list(procs.items())[:2]}
                 raise SystemExit(f"not every node pod's rank started within 240 s: {len(procs)} node pods seen, "
                                  f"processes of two: {seen}")
             time.sleep(1)
         time.sleep(2)  # wire-up done: the daemons' threads settle
         tasks, memory, programs, program_tasks = [], [], [], []
         for ps in procs.values():
-            own = [q for q in with_supervisor(ps, info.pid) if _comm(q) != program]
+            own = [q for q in with_supervisor(ps, info.pid) if comm(q) != program]
             tasks.append(sum(_threads(q) for q in own))
-            memory.append(sum(_pss_kib(q) for q in own))
-            programs.append(sum(_pss_kib(q) for q in ps if _comm(q) == program))
-            program_tasks.append(sum(_threads(q) for q in ps if _comm(q) == program))
+            memory.append(sum(pss_kib(q) for q in own))
+            programs.append(sum(pss_kib(q) for q in ps if comm(q) == program))
+            program_tasks.append(sum(_threads(q) for q in ps if comm(q) == program))
         fds = (len(os.listdir(f"/proc/{info.pid}/fd")) - fds_before) / len(pods)
-        names = sorted({_comm(q) for ps in procs.values() for q in with_supervisor(ps, info.pid)})
+        names = sorted({comm(q) for ps in procs.values() for q in with_supervisor(ps, info.pid)})
         delete_all(http, [name])
     return {
         "nodes": nodes, "node_pods_measured": len(procs), "processes_seen": names,

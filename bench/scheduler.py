@@ -50,7 +50,7 @@ POLL_S = 0.05
 E2E_TIMEOUT_S = 600.0
 
 
-def _stats(values: list[float], digits: int = 4) -> dict[str, float]:
+def stats(values: list[float], digits: int = 4) -> dict[str, float]:
     return {"median": round(statistics.median(values), digits), "min": round(min(values), digits),
             "max": round(max(values), digits)}
 
@@ -113,7 +113,7 @@ def _add_workloads(store: Store, rng: random.Random, count: int, start: int) -> 
         store.create(r.WORKLOADS, render_workload(store, tj, run_plan.resolve(tj, runtime), render.owner_reference(tj)))
 
 
-async def _no_evict(tj: Obj, message: str) -> None:
+async def no_evict(tj: Obj, message: str) -> None:
     """Nothing runs in part 1; evictions only change the Workload."""
 
 
@@ -130,7 +130,7 @@ def populate(store: Store, pending: int) -> int:
         store.create(r.LOCAL_QUEUES, {"metadata": {"name": f"{team}-queue", "namespace": team},
                                       "spec": {"clusterQueue": team}}, team)
     _add_workloads(store, rng, RUNNING_PER_TEAM * len(TEAMS), 0)
-    asyncio.run(Queueing(store, _no_evict).cycle())
+    asyncio.run(Queueing(store, no_evict).cycle())
     admitted = 0
     for wl in store.list(r.WORKLOADS)[0]:
         if (wl.get("status") or {}).get("admission"):
@@ -141,7 +141,7 @@ def populate(store: Store, pending: int) -> int:
     return admitted
 
 
-def _counts(decisions: list) -> dict[str, int]:
+def counts(decisions: list) -> dict[str, int]:
     return {"admit": sum(isinstance(d, Admit) for d in decisions),
             "preempt": sum(isinstance(d, Preempt) for d in decisions),
             "pending": sum(isinstance(d, Pending) for d in decisions)}
@@ -159,7 +159,7 @@ def _touch(store: Store, wl: Obj) -> None:
     store.update(r.WORKLOADS, current)
 
 
-def _after_write(store: Store, wl: Obj, runs: int, decide: bool) -> list[float]:
+def after_write(store: Store, wl: Obj, runs: int, decide: bool) -> list[float]:
     """A cycle as the server runs one: something was written, then snapshot (and decide)."""
     samples = []
     for _ in range(runs):
@@ -183,12 +183,12 @@ def decision_bench(pending: int, runs: int) -> dict[str, Any]:
             snap_only, _ = _timed(lambda: build_snapshot(store), runs)
             cold, _ = _timed(lambda: SnapshotCache().snapshot(store), runs)
             touched = store.list(r.WORKLOADS)[0][-1]
-            after_write = _after_write(store, touched, runs, decide=False)
-            both = _after_write(store, touched, runs, decide=True)
+            written = after_write(store, touched, runs, decide=False)
+            both = after_write(store, touched, runs, decide=True)
             base, _ = _timed(lambda: _baseline_sort(snap), runs)
             # What the server pays when all of them arrive at once: snapshot, decide, write every
             # decision back (a QuotaReserved=False condition per pending workload), queue status.
-            queueing = Queueing(store, _no_evict)
+            queueing = Queueing(store, no_evict)
             t0 = time.perf_counter()
             asyncio.run(queueing.cycle())
             first_cycle = time.perf_counter() - t0
@@ -200,16 +200,16 @@ def decision_bench(pending: int, runs: int) -> dict[str, Any]:
         "admitted_workloads": admitted,
         "cluster_queues": len(TEAMS),
         "runs": runs,
-        "decision_s": _stats(decide),
-        "decision_fair_sharing_s": _stats(fair),
-        "snapshot_s": _stats(snap_only),
-        "snapshot_cold_s": _stats(cold),
-        "snapshot_after_write_s": _stats(after_write),
-        "snapshot_plus_decision_s": _stats(both),
-        "baseline_sort_s": _stats(base, 6),
+        "decision_s": stats(decide),
+        "decision_fair_sharing_s": stats(fair),
+        "snapshot_s": stats(snap_only),
+        "snapshot_cold_s": stats(cold),
+        "snapshot_after_write_s": stats(written),
+        "snapshot_plus_decision_s": stats(both),
+        "baseline_sort_s": stats(base, 6),
         "decision_vs_sort": round(median_decide / median_base, 1) if median_base else None,
-        "decisions": _counts(decisions),
-        "decisions_fair_sharing": _counts(fair_decisions),
+        "decisions": counts(decisions),
+        "decisions_fair_sharing": counts(fair_decisions),
         "controller_first_cycle_s": round(first_cycle, 4),
     }
 

@@ -11,10 +11,11 @@ import asyncio
 import base64
 import builtins
 import copy
+import heapq
 import json
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import islice
@@ -148,7 +149,8 @@ class Store:
                 raise errors.invalid_continue(f"resourceVersion {at} is newer than this server's {current}")
             if at < 0:
                 at = current
-        rows = self._rows_at(res, scope, at, _start_key(start, scope))
+        first = _start_key(start, scope)
+        rows = self._rows_at(res, scope, at, first)
         if rows is None:
             raise errors.continue_expired(_encode_continue(-1, start))
         objs = ((key, json.loads(body)) for key, body in rows)
@@ -159,41 +161,59 @@ class Store:
         (ns, name), _ = chunk[-1]
         last = f"{ns}/{name}" if scope is None and res.namespaced else name
         return Page([obj for _, obj in chunk], str(at), _encode_continue(at, last + "\0"),
-                    None if labels or fields else len(rows) - len(chunk))
+                    None if labels or fields else self._count_at(res, scope, at, first) - len(chunk))
 
-    def _rows_at(self, res: Resource, scope: str | None, at: int, start: Key) -> builtins.list[tuple[Key, str]] | None:
+    def _rows_at(self, res: Resource, scope: str | None, at: int, start: Key) -> Iterator[tuple[Key, str]] | None:
         """`(key, body)` of the objects of `res` in `scope` as they were at resourceVersion `at`,
         from key `start` on, in key order; None when the change log no longer reaches back to `at`.
 
-        Objects unchanged since `at` are read as stored; those written since are taken back to their
-        last logged version at or before `at` (or dropped when they were created after it)."""
-        args: tuple[str, ...]
-        where, args = "resource=?", (res.key,)
-        if scope is not None:
-            where, args = "resource=? AND namespace=?", (res.key, scope)
+        Objects unchanged since `at` are read as stored, in key order from the primary key, as far as the
+        caller reads (a chunk of 100 reads about 100 bodies, however many objects there are); those written
+        since are taken back to their last logged version at or before `at` (or dropped when they were
+        created after it). The caller reads the rows before anything else runs on the store's loop, so no
+        write comes between the two reads."""
         oldest = self._db.execute("SELECT MIN(rv) FROM changes").fetchone()[0]
         if oldest is not None and at < oldest - 1:
             return None
-        rows = [((ns, name), body) for ns, name, body in self._db.execute(
-            f"SELECT namespace, name, body FROM objects WHERE {where} AND rv<=? AND (namespace, name)>=(?, ?)",
-            (*args, at, *start))]
-        first: dict[Key, str] = {}  # each object written since `at` → the kind of its first write
-        for ns, name, kind in self._db.execute(
-            f"SELECT namespace, json_extract(body, '$.metadata.name'), type FROM changes WHERE {where} AND rv>? "
-            "ORDER BY rv", (*args, at)):
-            first.setdefault((ns, name), kind)
-        for key, kind in first.items():
-            if kind == "ADDED" or key < start:
+        where, args = _scope(res, scope)
+        then: builtins.list[tuple[Key, str]] = []
+        for key, (first, _) in self._writes_since(res, scope, at).items():
+            if first == "ADDED" or key < start:
                 continue
-            then = self._db.execute(
+            row = self._db.execute(
                 "SELECT body FROM changes WHERE resource=? AND namespace=? AND rv<=? "
                 "AND json_extract(body, '$.metadata.name')=? ORDER BY rv DESC LIMIT 1",
                 (res.key, key[0], at, key[1]),
             ).fetchone()
-            if then is None:
+            if row is None:
                 return None
-            rows.append((key, then[0]))
-        return sorted(rows)
+            then.append((key, row[0]))
+        unchanged = (((ns, name), body) for ns, name, body in self._db.execute(
+            f"SELECT namespace, name, body FROM objects WHERE {where} AND rv<=? AND (namespace, name)>=(?, ?) "
+            "ORDER BY namespace, name", (*args, at, *start)))
+        return heapq.merge(unchanged, sorted(then))
+
+    def _count_at(self, res: Resource, scope: str | None, at: int, start: Key) -> int:
+        """How many objects `_rows_at` yields: those there now, counted in the primary key's index (no row is
+        read), less those made since `at`, plus those deleted since."""
+        where, args = _scope(res, scope)
+        count = int(self._db.execute(f"SELECT COUNT(*) FROM objects WHERE {where} AND (namespace, name)>=(?, ?)",
+                                     (*args, *start)).fetchone()[0])
+        for key, (first, last) in self._writes_since(res, scope, at).items():
+            if key >= start and (first == "ADDED") != (last == "DELETED"):
+                count += -1 if first == "ADDED" else 1
+        return count
+
+    def _writes_since(self, res: Resource, scope: str | None, at: int) -> dict[Key, tuple[str, str]]:
+        """Each object of `res` in `scope` written since `at` → the kinds of its first and its last write then
+        (a first ADDED: it was not there at `at`; a last DELETED: it is not there now)."""
+        where, args = _scope(res, scope)
+        kinds: dict[Key, tuple[str, str]] = {}
+        for ns, name, kind in self._db.execute(
+            f"SELECT namespace, json_extract(body, '$.metadata.name'), type FROM changes WHERE {where} AND rv>? "
+            "ORDER BY rv", (*args, at)):
+            kinds[(ns, name)] = (kinds.get((ns, name), (kind, kind))[0], kind)
+        return kinds
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -394,6 +414,13 @@ class Store:
         if not matches(obj, labels or [], fields or []):
             return None
         return kind, copy.deepcopy(obj)
+
+
+def _scope(res: Resource, scope: str | None) -> tuple[str, tuple[str, ...]]:
+    """The WHERE clause and its arguments that select the objects of `res` in `scope` (None: all)."""
+    if scope is None:
+        return "resource=?", (res.key,)
+    return "resource=? AND namespace=?", (res.key, scope)
 
 
 def _ns(res: Resource, namespace: str) -> str:

@@ -55,7 +55,7 @@ from mpijob.controllers import conditions as cond
 from mpijob.controllers import events
 from mpijob.controllers.kueue import estimates
 from mpijob.controllers.kueue.integrations import owner_job
-from mpijob.controllers.kueue.workloads import build_snapshot, default_objects
+from mpijob.controllers.kueue.workloads import build_snapshot, default_objects, stored_version
 from mpijob.controllers.metrics.kueue import KueueMetrics
 from mpijob.store.objects import Store
 
@@ -78,6 +78,8 @@ class Queueing:
         self._task: asyncio.Task[None] | None = None
         self._said: dict[str, dict[str, str]] = {}  # workload key → why it waits, as last written on it
         self._told: dict[str, str] = {}  # workload key → what held it when its TrainJob was last told (Event)
+        # workload key → (reason, message) of the QuotaReserved=False it held at resourceVersion rv, last we saw
+        self._held: dict[str, tuple[str, str, int]] = {}
         self.history = estimates.History()  # run times of finished jobs, for the estimates
         self._reports: dict[str, str] = {}  # TrainJob uid → the time of its last progress report
 
@@ -187,20 +189,26 @@ class Queueing:
             await self._evict(tj, d.message)
 
     def _pending(self, d: Pending) -> None:
+        """Why it waits, in its QuotaReserved=False condition. A Workload unchanged since it last held the same
+        condition is not read again: each cycle would read every pending one (a thousand: 30 ms) to change none."""
+        # An empty message: Kueue did not look at it this cycle (behind a StrictFIFO head); keep the last.
+        if not d.message or self._held.get(d.workload) == (d.reason, d.message, stored_version(self.store, d.workload)):
+            return
         wl = self._workload(d.workload)
         if wl is None:
             return
-        # An empty message: Kueue did not look at it this cycle (behind a StrictFIFO head); keep the last.
-        if d.message and cond.set_condition(wl, QUOTA_RESERVED, False, d.reason, d.message):
-            self.store.update(resources.WORKLOADS, wl, status=True)
+        if cond.set_condition(wl, QUOTA_RESERVED, False, d.reason, d.message):
+            wl = self.store.update(resources.WORKLOADS, wl, status=True)
+        self._held[d.workload] = (d.reason, d.message, int(wl["metadata"]["resourceVersion"]))
 
     def _explain(self, snap: Snapshot, waiting: dict[str, Pending]) -> None:
         """Why each workload the cycle left pending waits, on it for every client, and in an Event on its
         TrainJob when what holds it changes (quota, a stopped queue, a preemption...: the decision's
         reason), not at each move of the numbers or of its place in line."""
-        for key in (self._said.keys() | self._told.keys()) - {w.key for w in snap.workloads}:  # gone or inactive
-            self._said.pop(key, None)
+        for key in (self._said.keys() | self._told.keys() | self._held.keys()) - {w.key for w in snap.workloads}:
+            self._said.pop(key, None)  # gone or inactive
             self._told.pop(key, None)
+            self._held.pop(key, None)
         if not waiting:
             return
         now = time.time()

@@ -33,10 +33,13 @@ from mpijob.api.trainer.mpi_output import parse_rank_field
 from mpijob.controllers.kubelet.cgroups import PodCgroup
 from mpijob.controllers.trainer import procfs, rank_exits
 
-POLL = 1.0  # seconds between looks, for a job of up to POLL_PODS pods
-# A look reads every process of every pod (~2 ms a pod here, on a thread that holds the GIL): a larger job is
-# looked at less often, so the watchdog of a 64-node job takes ~3% of a core, not 6% of its start
+POLL = 1.0  # seconds between a watchdog's looks while the running jobs have up to POLL_PODS pods in all
+# A look reads every process of every pod of its job (~2 ms a pod here, on a thread that holds the GIL): past
+# POLL_PODS pods in all, each watchdog looks less often, so together they keep to ~3% of a core. Every second,
+# a 64-node job's took 6% of its start, and 50 running jobs' as much of the server as all its requests
+# (bench/load.py: a GET's p99 2-3 times the idle server's)
 POLL_PODS = 32
+_WATCHED: dict[int, int] = {}  # id(watchdog) → its job's pod count, for each watch running in this server
 ENDED_TRIES = 5  # looks an ended rank's status is asked for before it is given up (its daemon reaps it first)
 ORPHAN_SCAN = 5.0  # seconds between looks through /proc for a process sandbox's orphans once wired up (costly)
 IDLE_CPU = 0.02  # a pod using less than this share of one core is idle
@@ -323,9 +326,10 @@ class Watchdog:
         job fails for one), telling `report` of the others (a stall begun, or ended)."""
         loop = asyncio.get_running_loop()
         looking: asyncio.Future[Look] | None = None
+        _WATCHED[id(self)] = len(self.pods)
         try:
             while True:
-                await asyncio.sleep(POLL * max(1.0, len(self.pods) / POLL_PODS))
+                await asyncio.sleep(POLL * max(1.0, sum(_WATCHED.values()) / POLL_PODS))
                 looking = asyncio.ensure_future(asyncio.to_thread(self.look, loop.time()))
                 look = await asyncio.shield(looking)  # a cancelled watch lets a look in its thread finish
                 verdict = self.tracker.see(look)
@@ -336,6 +340,7 @@ class Watchdog:
                     return verdict
                 report(verdict)
         finally:  # the pidfds go once no look can be using them
+            _WATCHED.pop(id(self), None)
             if looking is not None and not looking.done():
                 looking.add_done_callback(lambda _: self.close())
             else:

@@ -95,3 +95,28 @@ def test_the_snapshot_is_reused_while_nothing_changed_and_rebuilt_when_anything_
     assert second == SnapshotCache().snapshot(store)  # the same as converting everything afresh
     store.delete(r.WORKLOADS, "default", "a")
     assert build_snapshot(store).workloads == ()
+
+
+def test_a_cycle_reads_no_pending_workload_still_as_it_last_left_it(store: Store) -> None:
+    """Why a workload waits is written once; later cycles with nothing new to say read no Workload (a
+    thousand pending ones cost each cycle 30 ms), until someone else writes it: then it is said again."""
+    async def evict(_: Obj, __: str) -> None:
+        return None
+
+    _workload(store, "big", 0, "8", 1)  # 8 cpu in a queue of 4: it waits
+    queueing = Queueing(store, evict)
+    reads: list[str] = []
+    read = queueing._workload
+    queueing._workload = lambda key: reads.append(key) or read(key)  # type: ignore[method-assign]
+    asyncio.run(queueing.cycle())
+    said = store.get(r.WORKLOADS, "default", "big")
+    assert _condition(said, QUOTA_RESERVED)[0] == "False"
+    asyncio.run(queueing.cycle())  # its annotations were written after its condition: seen once more
+    reads.clear()
+    asyncio.run(queueing.cycle())
+    assert reads == []
+    said["status"]["conditions"] = [c for c in said["status"]["conditions"] if c["type"] != QUOTA_RESERVED]
+    store.update(r.WORKLOADS, said, status=True)
+    asyncio.run(queueing.cycle())
+    assert reads == ["default/big"]
+    assert _condition(store.get(r.WORKLOADS, "default", "big"), QUOTA_RESERVED)[0] == "False"
