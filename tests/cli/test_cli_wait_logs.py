@@ -150,11 +150,16 @@ def test_logs_follow_shows_a_node_pods_lines_while_the_launcher_still_runs(
     that the test creates only after the node's first line was shown, and the node prints again after it."""
     barrier = Path(tempfile.mkdtemp(prefix="mpijob-live-nodes-"))  # the host's /tmp: pods see it
     barrier.chmod(0o777)  # the pods' users look here
-    node_script = f'echo "node first $(hostname)"; {_until_go(barrier)}; echo "node saw go $(hostname)"; sleep 120'
+    node_script = (f'echo "node first $(hostname)"; {_until_go(barrier)}; echo "node saw go $(hostname)"; '
+                   f'touch {barrier}/saw-$(hostname); sleep 120')
     _talking_nodes_runtime(mpijob, tmp_path, "wl-live-nodes", node_script)
     follow: subprocess.Popen[str] | None = None
     try:
-        launcher = ["bash", "-c", f'echo "launcher waits"; {_until_go(barrier)}; echo "launcher released"']
+        # the launcher ends the job only once both nodes printed after the go: seen first, its end would stop
+        # them (28 ms after it, on a loaded machine) before their next look at the barrier (every 50 ms)
+        both_saw = (f'for i in $(seq 600); do [ "$(ls {barrier} | grep -c ^saw-)" -ge 2 ] && break; sleep 0.05; '
+                    'done')
+        launcher = ["bash", "-c", f'echo "launcher waits"; {_until_go(barrier)}; {both_saw}; echo "launcher released"']
         assert mpijob("create", "-f", str(_job(tmp_path, "wl-live", launcher, nodes=3,
                                               runtime="wl-live-nodes"))).exit_code == 0
         follow = subprocess.Popen([str(MPIJOB_BIN), "logs", "wl-live", "--follow"], env=_env(server),
