@@ -96,7 +96,10 @@ def _settled(c: httpx.Client, name: str, odd: int, namespace: str = "default") -
     try:
         return wait_for(settled, f"{name}'s ranks in place", timeout=180, interval=1.0)
     except AssertionError as e:
-        raise AssertionError(f"{e}; the last answer: {json.dumps(last)[:3000]}") from None
+        job = c.get(f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs/{name}").json()
+        ended = [cd for cd in (job.get("status") or {}).get("conditions") or [] if cd.get("status") == "True"]
+        raise AssertionError(f"{e}; the last answer: {json.dumps(last)[:3000]}; the job's conditions: "
+                             f"{json.dumps(ended)[:3000]}") from None
 
 
 def _functions(group: dict[str, Any]) -> list[str]:
