@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clusters import temp_cluster  # the sibling bench modules
 from podcost import comm, pod_processes, pss_kib, with_supervisor
 from restart import cluster_id, marked
-from scheduler import after_write, counts, no_evict, percentile, stats
+from scheduler import after_write, counts, no_evict, percentile, positive, stats
 from startup import BenchError, api_client, wait_runtime
 
 from mpijob.api import Obj
@@ -316,10 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namespaces", type=int, default=5, help="namespaces the jobs are spread over (default 5)")
     parser.add_argument("--samples", type=int, default=300, help="timed rounds per phase (default 300)")
     args = parser.parse_args(argv)
-    for flag in ("running", "pending", "namespaces", "samples"):
-        if getattr(args, flag) < 1:
-            print(f"--{flag}: {getattr(args, flag)} is not a positive number; pass e.g. --{flag} 5", file=sys.stderr)
-            return 1
+    if not positive(args, ("running", "pending", "namespaces", "samples")):
+        return 1
     # Quota for exactly the running jobs: every later one waits in its queue (Kueue's pending).
     env = {"MPIJOB_CAPACITY": f"cpu={2 * NODE_CPU * args.running}"}
     t0, cluster, report, left = time.perf_counter(), "", None, []

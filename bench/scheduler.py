@@ -367,6 +367,15 @@ def e2e_report(t: Tracker, jobs: int, namespaces: int) -> dict[str, Any]:
 # -- main --------------------------------------------------------------------------------------------
 
 
+def positive(args: argparse.Namespace, flags: tuple[str, ...]) -> bool:
+    """Whether each of a bench's count `flags` is 1 or more; the first that is not is named on stderr."""
+    for flag in flags:
+        if getattr(args, flag) < 1:
+            print(f"--{flag}: {getattr(args, flag)} is not a positive number; pass e.g. --{flag} 5", file=sys.stderr)
+            return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pending", type=int, default=1000, help="pending workloads in part 1 (default 1000)")
@@ -374,10 +383,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=50, help="TrainJobs submitted at once in part 2 (default 50)")
     parser.add_argument("--namespaces", type=int, default=5, help="namespaces they are spread over (default 5)")
     args = parser.parse_args(argv)
-    for flag in ("pending", "runs", "jobs", "namespaces"):
-        if getattr(args, flag) < 1:
-            print(f"--{flag}: {getattr(args, flag)} is not a positive number; pass e.g. --{flag} 5", file=sys.stderr)
-            return 1
+    if not positive(args, ("pending", "runs", "jobs", "namespaces")):
+        return 1
     try:
         decision = decision_bench(args.pending, args.runs)
     except Exception as exc:  # noqa: BLE001 — a bench reports what failed to run, it does not judge
