@@ -20,7 +20,7 @@ from mpijob.api.core.quantity import parse_quantity
 from mpijob.controllers import conditions as cond
 from mpijob.controllers.claims import Claims
 from mpijob.controllers.jobkinds import KINDS, JobControllerType, JobKinds
-from mpijob.controllers.kubelet import capacity, gc, network, node
+from mpijob.controllers.kubelet import capacity, cgroups, gc, network, node
 from mpijob.controllers.kubelet.admission import PodAdmission
 from mpijob.controllers.kubelet.bare_pods import BarePods
 from mpijob.controllers.kubelet.entry import PodEntry
@@ -90,6 +90,9 @@ class Manager:
         keep = {f"{r.plan.namespace}/{p.name}" for r in runs for p in r.plan.pods} | bare
         if killed := gc.kill_leftovers(self.cluster_id, keep):
             log.warning("killed %d processes left by a previous server", killed)
+        kept_cgroups = {cgroups.job_pod(r.plan.uid, p.name) for r in runs for p in r.plan.pods}
+        if swept := cgroups.sweep(self.cluster_id, kept_cgroups | {r.plan.uid for r in self.bare_pods}):
+            log.warning("removed %d pod cgroups left by a previous server", swept)
         keep_networks = {network.namespace_name(self.cluster_id, r.plan.uid) for r in runs} | bare_networks
         if networks := network.remove_leftovers(self.sandbox_mode, self.cluster_id, keep_networks):
             log.warning("removed %d job networks left by a previous server", networks)
@@ -120,6 +123,7 @@ class Manager:
         if drain:
             await asyncio.gather(*(c.stop(uid, Stop.drained()) for c in self.kinds for uid in list(c.runners)),
                                  self.bare_pods.stop(drain))
+            cgroups.remove_cluster(self.cluster_id)
             return
         await self.bare_pods.stop(drain)
         # a run already ending (its job deleted, stopped) finishes first, within a bound: cut short, it would
@@ -131,6 +135,7 @@ class Manager:
         for task in tasks:
             task.cancel()  # the runner lets go; its pods do not notice
         await asyncio.gather(*tasks, return_exceptions=True)
+        cgroups.remove_cluster(self.cluster_id)  # kept while a pod of a run left to the next server holds one
 
     async def _evict(self, job: Obj, message: str) -> None:
         """Kueue evicted the job's Workload (the queueing controller is made before the kinds it evicts)."""

@@ -10,12 +10,19 @@ cgroup of the `cpuacct` hierarchy. Needs root; without it pods run unlimited and
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 from mpijob.api.core.quantity import quantity_value
 
 ROOT = Path("/sys/fs/cgroup")
+
+
+def job_pod(job_uid: str, pod: str) -> str:
+    """The cgroup name of a job's pod: pod names repeat across namespaces (every `pi` job has a `pi-worker-0`),
+    and two pods in one cgroup would share a memory limit and each other's OOM kills."""
+    return f"{job_uid}-{pod}"
 
 
 def _base() -> tuple[Path, int] | None:
@@ -59,7 +66,8 @@ class PodCgroup:
 
     @classmethod
     def create(cls, cluster_id: str, pod_uid: str, resources: dict) -> PodCgroup | None:
-        """A cgroup for one pod, limited to `resources.limits.memory` when set."""
+        """A cgroup for one pod (`pod_uid`: a name unique in the cluster, see `job_pod`), limited to
+        `resources.limits.memory` when set."""
         base = _base()
         if base is None:
             return None
@@ -128,6 +136,42 @@ class PodCgroup:
                     d.rmdir()
             except OSError:
                 pass
+
+
+def _cluster_dirs(cluster_id: str) -> list[Path]:
+    base = _base()
+    if base is None:
+        return []
+    root, version = base
+    return [root / cluster_id] + ([ROOT / "cpuacct" / "mpijob" / cluster_id] if version == 1 else [])
+
+
+def sweep(cluster_id: str, keep: Collection[str]) -> int:
+    """Remove this cluster's pod cgroups but those named in `keep` (re-adopted pods, whose OOM kills still
+    count): those of pods whose job was deleted, or whose server was killed, while no server ran. The kernel
+    refuses to remove a cgroup that still holds processes, so a live pod's is never lost. How many went."""
+    removed: set[str] = set()
+    for cluster in _cluster_dirs(cluster_id):
+        if not cluster.is_dir():
+            continue
+        for pod in cluster.iterdir():
+            if pod.is_dir() and pod.name not in keep:
+                try:
+                    pod.rmdir()
+                    removed.add(pod.name)
+                except OSError:
+                    pass
+    return len(removed)
+
+
+def remove_cluster(cluster_id: str) -> None:
+    """Drop the cluster's own cgroup directories once no pod cgroup is left in them (a server that stops while
+    its jobs run on leaves them to the next): else one stays behind for every server home ever made."""
+    for cluster in _cluster_dirs(cluster_id):
+        try:
+            cluster.rmdir()
+        except OSError:
+            pass
 
 
 def _keyed(path: Path) -> dict[str, int]:

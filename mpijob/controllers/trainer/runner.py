@@ -23,7 +23,7 @@ from mpijob.api.trainer.mpi_output import asks_for_tags, parse_rank_field
 from mpijob.api.trainer.plan import PodPlan, RunPlan, plan_from_dict
 from mpijob.controllers.kubelet import entry, mpi_installs, pods, shim, trainer_status, workload
 from mpijob.controllers.kubelet import network as job_network
-from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage
+from mpijob.controllers.kubelet.cgroups import PodCgroup, Usage, job_pod
 from mpijob.controllers.kubelet.entry import PodEntry
 from mpijob.controllers.kubelet.mpi_env import YIELD_WHEN_IDLE, rank_agent_env
 from mpijob.controllers.kubelet.network import JobNetwork, namespace_name
@@ -134,7 +134,7 @@ class JobRunner(Readiness, Verdicts):
                 name = pod.name + ("-sshd" if role is Role.SSHD else "")
                 if adopted := pods.adopt(plan.namespace, name, self.files.pod_dir(pod) / SUPERVISOR_DIR[role]):
                     self.procs[Proc(pod.name, role)] = adopted
-            if self.mode.private and (cgroup := PodCgroup.create(self.cluster_id, pod.name, pod.resources)):
+            if self.mode.private and (cgroup := PodCgroup.create(self.cluster_id, job_pod(plan.uid, pod.name), pod.resources)):
                 self.cgroups[pod.name] = cgroup
         self.network = job_network.existing(self.mode, namespace_name(self.cluster_id, plan.uid))
         if self.network and self.api_server:
@@ -188,7 +188,7 @@ class JobRunner(Readiness, Verdicts):
                 self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.SSHD])
             return
         env = self.env.container(pod, user, home)
-        cgroup = PodCgroup.create(self.cluster_id, pod.name, pod.resources) if self.mode.private else None
+        cgroup = PodCgroup.create(self.cluster_id, job_pod(self.plan.uid, pod.name), pod.resources) if self.mode.private else None
         if cgroup:
             self.cgroups[pod.name] = cgroup
         argv = self.files.argv(self.plan, pod, user, [*pod.command, *pod.args], env, cgroup.procs if cgroup else ())
