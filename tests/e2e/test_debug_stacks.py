@@ -79,8 +79,10 @@ def _programs() -> Path:
 
 
 def _settled(c: httpx.Client, name: str, odd: int, namespace: str = "default") -> dict[str, Any]:
-    """The job's stacks once all 4 ranks run and have reached where the program holds them: rank `odd` alone,
-    the other three together (until then a rank may still be starting, in MPI_Init)."""
+    """The job's stacks once all 4 ranks run and have reached where the program holds them: rank `odd` alone in
+    the program's function, the other three together in MPI_Barrier (until then a rank may still be starting:
+    on a loaded machine rank `odd` was seen alone still importing mpi4py while the others waited)."""
+    holds = "read_batch" if name == PY_JOB else "wait_for_input"
     last: dict[str, Any] = {}
 
     def settled() -> dict[str, Any] | None:
@@ -90,6 +92,8 @@ def _settled(c: httpx.Client, name: str, odd: int, namespace: str = "default") -
         groups = last.get("groups") or []
         if r.status_code != 200 or last.get("ranks") != 4 or [g["rankList"] for g in groups] != [
                 [odd], sorted({0, 1, 2, 3} - {odd})]:
+            return None
+        if holds not in _functions(groups[0]) or _functions(groups[1])[-1:] != ["MPI_Barrier"]:
             return None
         return last
 
