@@ -134,7 +134,8 @@ class JobRunner(Readiness, Verdicts):
                 name = pod.name + ("-sshd" if role is Role.SSHD else "")
                 if adopted := pods.adopt(plan.namespace, name, self.files.pod_dir(pod) / SUPERVISOR_DIR[role]):
                     self.procs[Proc(pod.name, role)] = adopted
-            if self.mode.private and (cgroup := PodCgroup.create(self.cluster_id, job_pod(plan.uid, pod.name), pod.resources)):
+            if self.mode.private and (cgroup := PodCgroup.create(self.cluster_id, job_pod(plan.uid, pod.name),
+                                                                 pod.resources)):
                 self.cgroups[pod.name] = cgroup
         self.network = job_network.existing(self.mode, namespace_name(self.cluster_id, plan.uid))
         if self.network and self.api_server:
@@ -188,7 +189,8 @@ class JobRunner(Readiness, Verdicts):
                 self.files.pod_dir(pod) / SUPERVISOR_DIR[Role.SSHD])
             return
         env = self.env.container(pod, user, home)
-        cgroup = PodCgroup.create(self.cluster_id, job_pod(self.plan.uid, pod.name), pod.resources) if self.mode.private else None
+        cgroup = (PodCgroup.create(self.cluster_id, job_pod(self.plan.uid, pod.name), pod.resources)
+                  if self.mode.private else None)
         if cgroup:
             self.cgroups[pod.name] = cgroup
         argv = self.files.argv(self.plan, pod, user, [*pod.command, *pod.args], env, cgroup.procs if cgroup else ())
