@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import signal
 from pathlib import Path
 
 from mpijob.api import names
@@ -200,6 +201,8 @@ def test_a_program_no_host_has_as_open_mpi_and_hydra_say_it() -> None:
         assert (by_hydra.reason, by_hydra.pod, by_hydra.host) == (names.FAILURE_COMMAND_NOT_FOUND, NODE1.name,
                                                                   "j-node-0-1.j")
         assert "'/home/mpiuser/pi'" in by_hydra.summary and "No such file or directory" in by_hydra.summary
+        torn_down = PodFacts(LAUNCHER.name, LAUNCHER.host, True, 128 + signal.SIGPIPE, signal.SIGPIPE)
+        assert classify(facts(line, launcher=torn_down)).reason == names.FAILURE_COMMAND_NOT_FOUND
         said = classify(facts(line, (0, "loss is nan"), launcher=PodFacts(LAUNCHER.name, LAUNCHER.host, True, 3)))
         assert said.reason == names.FAILURE_PROGRAM, said  # a rank that printed it and exited 3 ran
 

@@ -264,7 +264,10 @@ def _slots(facts: Facts, said: Said) -> Failure | None:
 
 def _executable(facts: Facts, said: Said) -> Failure | None:
     hydra = said.hydra_line(launch_log.HYDRA_EXECVP, tagged=True)
-    if hydra and _launcher(facts).exit_code == launch_log.HYDRA_EXEC_FAILED_EXIT:
+    # mpiexec exits 255 after its proxy's execvp error; or, on a loaded machine, ends on a signal while it
+    # tears the job down (seen once on a fresh root, Intel MPI): the exec that failed is still the cause
+    launcher = _launcher(facts)
+    if hydra and (launcher.exit_code == launch_log.HYDRA_EXEC_FAILED_EXIT or launcher.signal is not None):
         pod = _by_host(facts, hydra.group(1))
         return Failure(names.FAILURE_COMMAND_NOT_FOUND, f"mpirun could not start the program {hydra.group(2)!r} on "
                        f"{_where(pod, hydra.group(1))} ({hydra.group(3)})",
