@@ -47,9 +47,24 @@ LOOPBACK_MCA = {
 YIELD_WHEN_IDLE = "OMPI_MCA_mpi_yield_when_idle"
 
 
+# Open MPI's shared-memory transport keeps each rank's segment in /dev/shm, named by host name, user, job and
+# local rank (`vader_segment.<host>.<uid>.<job>.<local rank>`, Open MPI 5's `sm_segment` alike). In the process
+# sandbox every pod's host name is the machine's: with 2 ranks a pod, the ranks of one local rank on two pods
+# mapped one segment, and now and then one died of SIGSEGV under load. A pod's sessions (its daemon, the ranks
+# it starts) keep them in its TMPDIR instead. Not the launcher's own environment: mpirun passes its MCA
+# variables on to every daemon, which would make that one directory for all again; the ranks mpirun starts
+# itself, on the launcher, are the job's only ones left in /dev/shm.
+SHM_BACKING = ("OMPI_MCA_btl_vader_backing_directory", "OMPI_MCA_btl_sm_backing_directory")
+
+
 def process_tmpdir(pod_dir: Path) -> dict[str, str]:
     """A process-sandbox pod's own temporary directory (`TMPDIR`), not the /tmp every pod shares."""
     return {TMPDIR: str(pod_dir / POD_TMP)}
+
+
+def process_shm(pod_dir: Path) -> dict[str, str]:
+    """Where a process-sandbox pod's sessions keep Open MPI's shared-memory segments (`SHM_BACKING`)."""
+    return dict.fromkeys(SHM_BACKING, str(pod_dir / POD_TMP))
 # Open MPI's daemons start each rank through the local cluster's rank agent (`rank_agent.py`), which reads
 # the rank's output where it runs: Open MPI 4's variable and Open MPI 5's (PRRTE's). Each daemon splits the
 # value at spaces, so an agent whose paths hold one cannot be given: its ranks' output goes through mpirun.

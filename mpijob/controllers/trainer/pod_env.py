@@ -16,6 +16,7 @@ from mpijob.controllers.kubelet.mpi_env import (
     LOOPBACK_MCA,
     PRIVATE_SESSION_MCA,
     YIELD_WHEN_IDLE,
+    process_shm,
     process_tmpdir,
 )
 from mpijob.controllers.kubelet.sandbox import (
@@ -53,7 +54,9 @@ class PodEnv:
 
     def session(self, pod: PodPlan, user: User) -> dict[str, str]:
         """What sshd gives every remote session (ranks, orted): trainer.env reaches every rank."""
-        identity = {**self.marker(pod), **({"HOME": user.home} if self.files.mode == SandboxMode.PROCESS else {})}
+        if self.files.mode != SandboxMode.PROCESS:
+            return self._common(pod, user, self.plan.user_env, self.marker(pod))
+        identity = {**self.marker(pod), "HOME": user.home, **process_shm(self.files.pod_dir(pod))}
         return self._common(pod, user, self.plan.user_env, identity)
 
     def container(self, pod: PodPlan, user: User, home: str) -> dict[str, str]:
