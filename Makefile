@@ -1,6 +1,7 @@
 # `make run`: set up what is missing, then run a real multi-node MPI job (examples/pi.yaml) on the
-# local cluster. `make test`: the same setup, then the whole test suite. Both are cheap to re-run:
-# apt only runs when a Debian package is missing, pip only when pyproject.toml changed.
+# local cluster. `make test`: the same setup plus the examples' packages (`.[examples]`: torch, DeepSpeed,
+# scikit-learn, Jupyter), then the whole test suite. Both are cheap to re-run: apt only runs when a Debian
+# package is missing, pip only when pyproject.toml changed.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -9,6 +10,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
+# The examples' packages, which only `make test` installs: torch alone is ~3 GB from PyPI (its CUDA
+# libraries), about 3 minutes on a fresh 2-core machine, which `make run` (examples/pi.yaml) need not pay
+EXAMPLES_STAMP := $(VENV)/.installed-examples
 # prometheus: the real Prometheus that tests/e2e/test_prometheus.py runs against a server (docs/metrics.md);
 # curl: the plain-HTTPS progress report of docs/progress.md, which tests/e2e/test_progress_e2e.py sends from a rank
 # libfabric1: the network layer Intel MPI loads (the impi-rt wheel's own libfabric is a wheel PyPI does not carry)
@@ -48,7 +52,7 @@ endif
 run: setup
 	$(VENV)/bin/mpijob run --replace -f examples/pi.yaml
 
-test: setup
+test: setup $(EXAMPLES_STAMP)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 test-fast: setup
@@ -100,6 +104,10 @@ $(VENV)/bin/python:
 $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install --quiet --config-settings editable_mode=compat -e '.[test]'
 	touch $(STAMP)
+
+$(EXAMPLES_STAMP): $(STAMP)
+	$(VENV)/bin/python -m pip install --quiet --config-settings editable_mode=compat -e '.[test,examples]'
+	touch $(EXAMPLES_STAMP)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,31 +1,24 @@
 """PyTorch DistributedDataParallel bootstrapped from Open MPI's environment: rank, world size and local
-rank come from the OMPI_COMM_WORLD_* variables mpirun sets, the rendezvous address is the first host of
-/etc/mpi/hostfile (the launcher's view of the job), and the gloo backend runs on CPU. Trains a small
-classifier on scikit-learn's digits; rank 0 prints the test accuracy."""
+rank come from the OMPI_COMM_WORLD_* variables mpirun sets, the rendezvous address is rank 0's host name,
+sent to every rank with mpi4py (only the launcher has /etc/mpi/hostfile), and the gloo backend runs on
+CPU. Trains a small classifier on scikit-learn's digits; rank 0 prints the test accuracy."""
 
 from __future__ import annotations
 
 import os
+import socket
 
 import torch
 import torch.distributed as dist
+from mpi4py import MPI
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from torch.nn.parallel import DistributedDataParallel
 
-HOSTFILE = os.environ.get("HOSTFILE", "/etc/mpi/hostfile")
-
-
-def first_host() -> str:
-    """The first host of the MPI hostfile (`host slots=N` lines): where rank 0 runs."""
-    with open(HOSTFILE) as f:
-        return next(line.split()[0] for line in f if line.strip() and not line.startswith("#"))
-
-
 rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
 size = int(os.environ["OMPI_COMM_WORLD_SIZE"])
 local_rank = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
-os.environ.setdefault("MASTER_ADDR", first_host())
+os.environ.setdefault("MASTER_ADDR", MPI.COMM_WORLD.bcast(socket.gethostname(), root=0))
 os.environ.setdefault("MASTER_PORT", "29500")
 dist.init_process_group("gloo", rank=rank, world_size=size)
 

@@ -7,16 +7,31 @@ Both clients run these same operations (`mpijob.client.core`), one on `Connectio
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
 from mpijob.api import Obj, names
 from mpijob.api.trainer.progress import Progress, progress_of
 from mpijob.api.trainer.waiting import Waiting
 from mpijob.client import core
-from mpijob.client.core import Op
-from mpijob.client.kueue import waits
+from mpijob.client.core import Op, Sleep
+from mpijob.client.errors import WaitTimeout
+from mpijob.client.kueue import Kueue, waits
 from mpijob.client.logs import LogLine
 from mpijob.client.phase import true_condition
-from mpijob.client.wait import WaitResult, check_condition, check_timeout, find_launcher, wait_for_condition
+from mpijob.client.wait import (
+    Deadline,
+    WaitResult,
+    check_condition,
+    check_timeout,
+    find_launcher,
+    job_state,
+    reached,
+    wait_for_condition,
+)
 from mpijob.sdk.errors import JobFailed, MpijobError
+from mpijob.sdk.progress_bar import JobView, progress_display
 from mpijob.sdk.trainjob import TrainJob
 
 
@@ -39,13 +54,56 @@ def unreachable(result: WaitResult) -> MpijobError:
                      reason=reason, trainjob=job)
 
 
-def wait(namespace: str, name: str, for_: str, timeout: float | None, poll: float) -> Op[Obj]:
-    """The TrainJob once `for_` holds; raises `unreachable(...)` when it never will."""
+def wait(namespace: str, name: str, for_: str, timeout: float | None, poll: float,
+         show: Callable[[JobView], None] | None = None) -> Op[Obj]:
+    """The TrainJob once `for_` holds; raises `unreachable(...)` when it never will. `show` is told
+    each poll's `JobView` that differs from the last (the progress bar)."""
     check_condition(for_, "for_")
-    result = yield from wait_for_condition(namespace, name, for_, check_timeout(timeout), poll)
+    timeout = check_timeout(timeout)
+    if show is None:
+        result = yield from wait_for_condition(namespace, name, for_, timeout, poll)
+    else:
+        result = yield from watched_wait(namespace, name, for_, timeout, poll, show)
     if not result.met:
         raise unreachable(result)
     return result.trainjob
+
+
+def watched_wait(namespace: str, name: str, want: str, timeout: float | None, poll: float,
+                 show: Callable[[JobView], None]) -> Op[WaitResult]:
+    """`wait_for_condition`'s poll, which also reads the pods and the program's report each time, so a
+    person sees the phase, the percentage and the metrics move; the final view is shown before it returns."""
+    deadline, kueue = Deadline(timeout), Kueue()
+    last: JobView | None = None
+    while True:
+        job = yield from core.get_trainjob(namespace, name)
+        pods = yield from core.job_pods(namespace, name)
+        state = yield from job_state(namespace, job, pods, kueue)
+        view = JobView.of(name, job, state, datetime.now(UTC))
+        if view != last:
+            show(view)
+            last = view
+        verdict = reached(want, job, pods)
+        if verdict is not None:
+            return WaitResult(want, verdict, state.phase, state.message, job)
+        if deadline.expired():
+            raise WaitTimeout(f"trainjob {name!r} did not reach {want} within {deadline.timeout:g}s (state: "
+                              f"{state.phase}{': ' + state.message if state.message else ''})", job)
+        yield from Sleep(poll)
+
+
+@contextmanager
+def shown(show_progress: bool) -> Iterator[Callable[[JobView], None] | None]:
+    """The `show` callback of a wait with `show_progress` (the display that fits where the code runs,
+    closed when the wait ends, however it ends); None without."""
+    if not show_progress:
+        yield None
+        return
+    display = progress_display()
+    try:
+        yield display.show
+    finally:
+        display.close()
 
 
 def log_target(namespace: str, name: str, pod: str | None, follow: bool, timeout: float | None) -> Op[str]:

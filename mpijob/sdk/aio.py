@@ -82,10 +82,12 @@ class AsyncClient:
         return await self._run(core.set_suspend(self.namespace, name, False))
 
     async def wait(self, name: str, for_: str = names.COMPLETE, timeout: float | None = 600,
-                   poll: float = POLL) -> Obj:
+                   poll: float = POLL, show_progress: bool = False) -> Obj:
         """Await `Complete`, `Failed`, `Running` or `Finished`; returns the TrainJob. Raises `JobFailed`
-        when it fails while awaiting Complete or Running, `Timeout` after `timeout` seconds."""
-        return await self._run(_core.wait(self.namespace, name, for_, timeout, poll))
+        when it fails while awaiting Complete or Running, `Timeout` after `timeout` seconds.
+        `show_progress=True`: the live bar `Client.wait` shows (HTML in a notebook, else a terminal bar)."""
+        with _core.shown(show_progress) as show:
+            return await self._run(_core.wait(self.namespace, name, for_, timeout, poll, show))
 
     # -- logs and events ---------------------------------------------------------------------------
 

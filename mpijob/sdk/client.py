@@ -77,13 +77,16 @@ class Client:
         """Put a suspended TrainJob back in its queue (`spec.suspend=false`)."""
         return self._run(core.set_suspend(self.namespace, name, False))
 
-    def wait(self, name: str, for_: str = names.COMPLETE, timeout: float | None = 600, poll: float = POLL
-             ) -> Obj:
+    def wait(self, name: str, for_: str = names.COMPLETE, timeout: float | None = 600, poll: float = POLL,
+             show_progress: bool = False) -> Obj:
         """Block until the TrainJob is `Complete`, `Failed`, `Running` or `Finished` (either end); returns it.
 
         Raises `JobFailed` when it fails while waiting for Complete or Running, `Timeout` after `timeout`
-        seconds (None: no limit)."""
-        return self._run(_core.wait(self.namespace, name, for_, timeout, poll))
+        seconds (None: no limit). `show_progress=True` shows a live bar while it waits — HTML in a
+        notebook, a terminal bar elsewhere — with the phase and what the program reports (percentage,
+        metrics, ETA: docs/progress.md)."""
+        with _core.shown(show_progress) as show:
+            return self._run(_core.wait(self.namespace, name, for_, timeout, poll, show))
 
     def logs(self, name: str, follow: bool = False, pod: str | None = None, rank: int | None = None,
              timeout: float | None = 600) -> Iterator[str]:

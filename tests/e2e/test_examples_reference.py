@@ -224,26 +224,15 @@ def test_reference_architecture_passes_server_dry_run(api: httpx.Client, kubectl
     assert api.get(f"{TRAINER}/namespaces/{reference_namespace}/trainjobs/reference-{nodes}-nodes").status_code == 404
 
 
-def torch_installed() -> bool:
-    """Whether the server's environment (this one: pods use it) can import torch."""
-    return subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0
-
-
-def test_torch_ddp_runs_or_documents_its_install(api: httpx.Client, kubectl: Kubectl, namespace: str) -> None:
-    path = EXAMPLES / "torch-ddp" / "torch-ddp.yaml"
-    job = documents(path)[0]
-    if torch_installed():
-        code = {"metadata": {"name": "torch-ddp-code"},
-                "data": {"train.py": (EXAMPLES / "torch-ddp" / "train.py").read_text()}}
-        assert api.post(f"/api/v1/namespaces/{namespace}/configmaps", json=code).status_code == 201
-        create(api, job, namespace)
-        done = wait_finished(api, "torch-ddp", namespace, timeout=300)
-        log = launcher_log(api, "torch-ddp")
-        assert condition(done, "Complete"), log
-        found = re.search(r"torch ddp: test accuracy (\d\.\d+) on 2 ranks", log)
-        assert found and float(found.group(1)) >= 0.9, log
-        return
-    readme = (EXAMPLES / "torch-ddp" / "README.md").read_text()
-    assert "pip install torch" in readme
-    out = kubectl("apply", "--dry-run=server", "-n", namespace, "-f", str(path))
-    assert "trainjob.trainer.kubeflow.org/torch-ddp created (server dry run)" in out.stdout, out
+def test_torch_ddp_reaches_its_accuracy_on_two_nodes(api: httpx.Client, namespace: str) -> None:
+    imported = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True, text=True)
+    assert imported.returncode == 0, ("torch is missing from the server's environment (make test installs "
+                                      f"mpijob[examples]): {imported.stderr}")
+    code = {"metadata": {"name": "torch-ddp-code"}, "data": {"train.py": (EXAMPLES / "torch-ddp" / "train.py").read_text()}}
+    assert api.post(f"/api/v1/namespaces/{namespace}/configmaps", json=code).status_code == 201
+    create(api, documents(EXAMPLES / "torch-ddp" / "torch-ddp.yaml")[0], namespace)
+    done = wait_finished(api, "torch-ddp", namespace, timeout=300)
+    log = launcher_log(api, "torch-ddp")
+    assert condition(done, "Complete"), log
+    found = re.search(r"torch ddp: test accuracy (\d\.\d+) on 2 ranks", log)
+    assert found and float(found.group(1)) >= 0.9, log
