@@ -60,7 +60,7 @@ DAEMON_JOB = "fc-daemon"
 
 def _orted(job: str) -> tuple[int, str]:
     """An Open MPI daemon of `job` on a node (found by the job's tag, which reaches every session) and the pod
-    it runs in (its cgroup's name, `mpijob/<cluster>/<pod>`)."""
+    it runs in (its cgroup's name, `mpijob/<cluster>/<job uid>-<pod>`, less the job's uid)."""
     for entry in Path("/proc").iterdir():
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
@@ -70,8 +70,10 @@ def _orted(job: str) -> tuple[int, str]:
             continue
         if Path(argv[0].decode()).name == "orted" and f"{TAG}={job}".encode() in environ:
             lines = cgroup.splitlines()
-            pod = next(ln for ln in lines if ":memory:" in ln or ln.startswith("0::")).rsplit("/", 1)[1]
-            return int(entry.name), pod
+            name = next(ln for ln in lines if ":memory:" in ln or ln.startswith("0::")).rsplit("/", 1)[1]
+            uid, _, pod = name.partition(f"-{job}-")
+            assert len(uid) == 36, name  # a job's uid
+            return int(entry.name), f"{job}-{pod}"
     raise AssertionError(f"no orted of {job} running")
 
 
